@@ -1,0 +1,67 @@
+"""The program: cluster options from stack config -> platform layer (namespace) -> graphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import DynamoGraphDeployment, load_graph
+from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.config import ClusterOptions
+
+config = pulumi.Config("dynamo-infra")
+
+
+def fail(message: str) -> None:
+    raise pulumi.RunError(message)
+
+
+try:
+    options = ClusterOptions.from_config(config.get_object("cluster") or {})
+except DynamoValidationError as e:
+    fail(str(e.with_prefix("dynamo-infra:cluster")))
+
+kubeconfig_path = config.get("kubeconfigPath")
+kubeconfig: pulumi.Input[str]
+if config.get_secret("kubeconfig") is not None:
+    kubeconfig = config.require_secret("kubeconfig")
+elif kubeconfig_path:
+    path = Path(kubeconfig_path).expanduser()
+    if not path.exists():
+        fail(f"dynamo-infra:kubeconfigPath: {path} does not exist (is the cluster up?)")
+    kubeconfig = pulumi.Output.secret(path.read_text())
+else:
+    fail("set dynamo-infra:kubeconfig (secret content) or dynamo-infra:kubeconfigPath")
+context = config.get("context")
+
+provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
+namespace = k8s.core.v1.Namespace(
+    "namespace",
+    metadata={"name": options.namespace},
+    opts=pulumi.ResourceOptions(provider=provider, retain_on_delete=False),
+)
+
+graphs = {}
+for i, source in enumerate(config.get_object("graphs") or []):
+    try:
+        dgd = load_graph(str(source))
+    except DynamoValidationError as e:
+        fail(str(e if e.source else e.with_prefix(f"dynamo-infra:graphs[{i}]")))
+    graph = DynamoGraphDeployment(
+        dgd.name,
+        dgd,
+        kubeconfig=kubeconfig,
+        context=context,
+        options=options,
+        namespace=options.namespace,
+        opts=pulumi.ResourceOptions(depends_on=[namespace]),
+    )
+    graphs[dgd.name] = graph
+
+pulumi.export("namespace", options.namespace)
+pulumi.export(
+    "graphs",
+    {n: {"state": g.state, "conditions": g.conditions, "components": g.component_statuses} for n, g in graphs.items()},
+)

@@ -1,0 +1,47 @@
+"""The dynamic resource that holds one component's (or a graph's shared) Kubernetes objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import Resource
+
+from dynamo_infra.reconcile.kube import Obj, object_key
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
+
+
+class ComponentWorkload(Resource):
+    """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs."""
+
+    status: pulumi.Output[dict[str, Any]]
+    inventory: pulumi.Output[list[str]]
+    objects: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        kubeconfig: pulumi.Input[str],
+        context: str | None,
+        namespace: str,
+        graph: str,
+        component: str,
+        objects: list[Obj],
+        replicas_external: bool = False,
+        await_policy: dict[str, Any] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = {
+            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            "context": context or "",
+            "namespace": namespace,
+            "graph": graph,
+            "component": component,
+            "objects": {object_key(o): o for o in objects},
+            "replicasExternal": replicas_external,
+            "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},
+            "status": None,
+            "inventory": None,
+        }
+        super().__init__(ComponentWorkloadProvider(), name, props, opts)

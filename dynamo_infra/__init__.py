@@ -1,0 +1,1 @@
+"""dynamo-infra: NVIDIA Dynamo inference graphs on Kubernetes, rendered and reconciled by Pulumi."""

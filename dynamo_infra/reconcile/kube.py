@@ -1,0 +1,201 @@
+"""A small Kubernetes REST client: discovery, server-side apply, get, list, delete. Counts its requests."""
+
+from __future__ import annotations
+
+import collections
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from dynamo_infra.reconcile.kubeconfig import Connection
+
+Obj = dict[str, Any]
+
+# Field manager of every server-side apply we make.
+FIELD_MANAGER = "dynamo-infra"
+# Per-request timeout against the API server.
+REQUEST_TIMEOUT_S = 30.0
+# Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
+RETRIES = 5
+
+
+class KubeError(RuntimeError):
+    """An API request failed. `status` is the HTTP status (0 when the server was unreachable)."""
+
+    def __init__(self, message: str, status: int = 0, reason: str = "", details: Obj | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.details = details or {}
+
+
+class NotFound(KubeError):
+    pass
+
+
+class Conflict(KubeError):
+    """Server-side apply conflict: another field manager owns a field we set."""
+
+
+@dataclass(frozen=True)
+class ResourceInfo:
+    api_version: str
+    kind: str
+    plural: str
+    namespaced: bool
+
+    def path(self, namespace: str | None, name: str | None = None) -> str:
+        root = f"/api/{self.api_version}" if "/" not in self.api_version else f"/apis/{self.api_version}"
+        if self.namespaced and namespace:
+            root += f"/namespaces/{namespace}"
+        root += f"/{self.plural}"
+        return f"{root}/{name}" if name else root
+
+
+def object_key(obj: Obj) -> str:
+    """`apiVersion/kind/namespace/name`, the key objects are tracked by (namespace empty if cluster-scoped)."""
+    meta = obj.get("metadata") or {}
+    return f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
+
+
+class KubeClient:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self._http = httpx.Client(base_url=conn.server, verify=conn.ssl_context(), timeout=REQUEST_TIMEOUT_S)
+        self._token = conn.bearer_token()
+        self._resources: dict[str, dict[str, ResourceInfo]] = {}
+        self.requests: collections.Counter[str] = collections.Counter()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> KubeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- transport ----------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
+                content_type: str = "application/json") -> Obj:  # fmt: skip
+        headers = {"Accept": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        data = None
+        if body is not None:
+            headers["Content-Type"] = content_type
+            data = json.dumps(body).encode()
+        delay = 0.2
+        for attempt in range(RETRIES + 1):
+            self.requests[method] += 1
+            try:
+                resp = self._http.request(method, path, content=data, params=params, headers=headers)
+            except httpx.TransportError as e:
+                if attempt == RETRIES:
+                    raise KubeError(f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if resp.status_code in (429, 500, 502, 503, 504) and attempt < RETRIES:
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            return self._result(method, path, resp)
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _result(method: str, path: str, resp: httpx.Response) -> Obj:
+        try:
+            payload: Obj = resp.json() if resp.content else {}
+        except ValueError:
+            payload = {"message": resp.text[:500]}
+        if resp.status_code < 400:
+            return payload
+        message = payload.get("message") or resp.reason_phrase
+        reason = payload.get("reason", "")
+        details = payload.get("details") or {}
+        err = f"{method} {path}: {resp.status_code} {reason}: {message}"
+        if resp.status_code == 404:
+            raise NotFound(err, 404, reason, details)
+        if resp.status_code == 409 and method == "PATCH":
+            raise Conflict(err, 409, reason, details)
+        raise KubeError(err, resp.status_code, reason, details)
+
+    # --- discovery ------------------------------------------------------------------------------
+
+    def resource(self, api_version: str, kind: str) -> ResourceInfo:
+        known = self._resources.get(api_version)
+        if known is None or kind not in known:
+            path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+            try:
+                listing = self.request("GET", path)
+            except NotFound:
+                raise KubeError(f"the API server does not serve {api_version} (is its CRD installed?)", 404) from None
+            known = {
+                r["kind"]: ResourceInfo(api_version, r["kind"], r["name"], bool(r.get("namespaced")))
+                for r in listing.get("resources", [])
+                if "/" not in r["name"]
+            }
+            self._resources[api_version] = known
+        if kind not in known:
+            raise KubeError(f"the API server serves {api_version} but not kind {kind}", 404)
+        return known[kind]
+
+    def serves(self, api_version: str, kind: str) -> bool:
+        try:
+            self.resource(api_version, kind)
+            return True
+        except KubeError:
+            return False
+
+    def _info(self, obj: Obj) -> tuple[ResourceInfo, str | None, str]:
+        info = self.resource(obj["apiVersion"], obj["kind"])
+        meta = obj.get("metadata") or {}
+        return info, (meta.get("namespace") if info.namespaced else None), meta["name"]
+
+    # --- verbs ----------------------------------------------------------------------------------
+
+    def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
+        """Server-side apply of the fields in `obj` under our field manager."""
+        info, ns, name = self._info(obj)
+        params = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
+        if dry_run:
+            params["dryRun"] = "All"
+        return self.request("PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml")
+
+    def get(self, obj: Obj) -> Obj | None:
+        info, ns, name = self._info(obj)
+        try:
+            return self.request("GET", info.path(ns, name))
+        except NotFound:
+            return None
+
+    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+        info = self.resource(api_version, kind)
+        params = {"labelSelector": label_selector} if label_selector else None
+        items = self.request("GET", info.path(namespace), params=params).get("items", [])
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return list(items)
+
+    def delete(self, obj: Obj, *, propagation: str = "Foreground") -> bool:
+        """Delete; True if it existed. Foreground: dependents go first, the object last."""
+        info, ns, name = self._info(obj)
+        try:
+            self.request("DELETE", info.path(ns, name), body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+        except NotFound:
+            return False
+        return True
+
+    def wait_deleted(self, obj: Obj, timeout: float, poll: float = 0.5) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.get(obj) is None:
+                return True
+            time.sleep(poll)
+        return self.get(obj) is None

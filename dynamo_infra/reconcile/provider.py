@@ -1,0 +1,133 @@
+"""The dynamic provider behind every component workload: SSA, prune, await, read, delete.
+
+Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field changes):
+  kubeconfig (secret), context, namespace, graph, component,
+  objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds}
+Outputs: the inputs plus `inventory` (keys applied, in order) and `status`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.reconcile.workload import (
+    Ownership,
+    apply_objects,
+    await_ready,
+    delete_objects,
+    project,
+    prune,
+    read_live,
+)
+from dynamo_infra.render.status import component_status
+
+# Input properties whose change means the cluster must be written to.
+DIFFED_INPUTS = ("kubeconfig", "context", "namespace", "graph", "component", "objects", "replicasExternal", "await")
+# Apply order by kind (dependencies first); unknown kinds go after these, before workloads.
+KIND_ORDER = (
+    "Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim",
+    "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ResourceClaimTemplate", "Service",
+)  # fmt: skip
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "PodCliqueSet", "Job")
+
+
+def apply_order(objects: dict[str, Obj]) -> list[str]:
+    def rank(key: str) -> tuple[int, str]:
+        kind = objects[key]["kind"]
+        if kind in KIND_ORDER:
+            return KIND_ORDER.index(kind), key
+        if kind in WORKLOAD_KINDS:
+            return len(KIND_ORDER) + 1 + WORKLOAD_KINDS.index(kind), key
+        return len(KIND_ORDER), key
+
+    return sorted(objects, key=rank)
+
+
+def log(message: str) -> None:
+    """Progress lines; the engine shows a provider's stderr with the resource being worked on."""
+    print(message, file=sys.stderr, flush=True)
+
+
+class ComponentWorkloadProvider(ResourceProvider):
+    """Reconciles the Kubernetes objects of one Dynamo component (or a graph's shared objects)."""
+
+    serialize_as_secret_always = False
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _client(props: dict[str, Any]) -> KubeClient:
+        return KubeClient(kubeconfig.load(props["kubeconfig"], props.get("context") or None))
+
+    @staticmethod
+    def _label(props: dict[str, Any]) -> str:
+        return f"{props.get('namespace')}/{props.get('graph')}/{props.get('component')}"
+
+    def _reconcile(self, props: dict[str, Any], previous: list[str], known: dict[str, Obj], created: bool) -> dict[str, Any]:
+        objects: dict[str, Obj] = props["objects"]
+        order = apply_order(objects)
+        ordered = {k: objects[k] for k in order}
+        with self._client(props) as client:
+            ownership = Ownership(replicas_external=bool(props.get("replicasExternal")))
+            apply_objects(client, ordered, ownership, log)
+            prune(client, previous, ordered, known, log)
+            awaiting = props.get("await") or {}
+            if awaiting.get("mode", "wait") == "skip":
+                live = [o for o in read_live(client, order, ordered).values() if o is not None]
+                status = component_status(live).to_dict()
+            else:
+                status = await_ready(client, ordered, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)).to_dict()
+        return {**props, "inventory": order, "status": status}
+
+    # --- ResourceProvider -------------------------------------------------------------------------
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        objects = news.get("objects")
+        if not isinstance(objects, dict):
+            failures.append(CheckFailure("objects", "must be a mapping of object key to manifest"))
+        else:
+            for key, obj in objects.items():
+                if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind") or not (obj.get("metadata") or {}).get("name"):
+                    failures.append(CheckFailure(f"objects.{key}", "manifest needs apiVersion, kind and metadata.name"))
+        if not news.get("kubeconfig"):
+            failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
+        return DiffResult(changes=bool(changed), replaces=[], stables=["graph", "component"], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = self._reconcile(props, [], {}, created=True)
+        return CreateResult(id_=self._label(props), outs=outs)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        previous = list(olds.get("inventory") or [])
+        known = dict(olds.get("objects") or {})
+        return UpdateResult(outs=self._reconcile(news, previous, known, created=False))
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        keys = list(props.get("inventory") or apply_order(props.get("objects") or {}))
+        with self._client(props) as client:
+            delete_objects(client, keys, dict(props.get("objects") or {}), log)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """Live state of our fields: refresh shows drift, and the next `up` repairs it."""
+        objects: dict[str, Obj] = dict(props.get("objects") or {})
+        keys = list(props.get("inventory") or apply_order(objects))
+        with self._client(props) as client:
+            live = read_live(client, keys, objects)
+        present = {k: o for k, o in live.items() if o is not None}
+        if not present:
+            return ReadResult(None, {})  # every object is gone: the resource no longer exists
+        observed = {k: project(present[k], objects[k]) if k in objects else present[k] for k in keys if k in present}
+        status = component_status(list(present.values())).to_dict()
+        outs = {**props, "objects": observed, "inventory": [k for k in keys if k in present], "status": status}
+        inputs = {k: outs[k] for k in DIFFED_INPUTS if k in outs}
+        return ReadResult(id_, outs, inputs)

@@ -1,0 +1,130 @@
+"""Reconcile one set of rendered objects: apply, prune, await readiness, read back, delete."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key
+from dynamo_infra.render.status import ComponentStatus, component_status
+
+# How often readiness is polled while awaiting.
+POLL_INTERVAL_S = 1.0
+# How often progress is reported while awaiting.
+PROGRESS_EVERY_S = 10.0
+# How long a delete waits for each object to be gone.
+DELETE_TIMEOUT_S = 120.0
+
+Log = Callable[[str], None]
+
+
+class AwaitTimeout(RuntimeError):
+    """Objects did not become ready in time; the message names them and their last conditions."""
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Fields we set once and then leave to another owner (an autoscaler or scaling adapter)."""
+
+    replicas_external: bool = False
+
+
+def _without_replicas(obj: Obj) -> Obj:
+    out = copy.deepcopy(obj)
+    (out.get("spec") or {}).pop("replicas", None)
+    return out
+
+
+def apply_objects(client: KubeClient, objects: dict[str, Obj], ownership: Ownership, log: Log) -> dict[str, Obj]:
+    """Server-side apply every object in order; returns what the server stored."""
+    stored: dict[str, Obj] = {}
+    for key, obj in objects.items():
+        desired = obj
+        if ownership.replicas_external and "replicas" in (obj.get("spec") or {}):
+            live = client.get(obj)
+            if live is not None:
+                # After creation the replica count belongs to the autoscaler: never write it again.
+                desired = _without_replicas(obj)
+        stored[key] = client.apply(desired)
+    return stored
+
+
+def prune(client: KubeClient, previous: list[str], current: dict[str, Obj], known: dict[str, Obj], log: Log) -> list[str]:
+    """Delete objects of the previous inventory that are no longer rendered."""
+    gone = [k for k in previous if k not in current]
+    for key in reversed(gone):
+        obj = known.get(key) or _stub(key)
+        if client.delete(obj):
+            log(f"pruning {key}")
+            client.wait_deleted(obj, DELETE_TIMEOUT_S)
+    return gone
+
+
+def _stub(key: str) -> Obj:
+    """A minimal manifest addressing the object behind an inventory key."""
+    parts = key.split("/")
+    name, namespace, kind = parts[-1], parts[-2], parts[-3]
+    api_version = "/".join(parts[:-3])
+    meta: Obj = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+
+
+def read_live(client: KubeClient, keys: list[str], known: dict[str, Obj]) -> dict[str, Obj | None]:
+    return {k: client.get(known.get(k) or _stub(k)) for k in keys}
+
+
+def await_ready(
+    client: KubeClient, objects: dict[str, Obj], timeout: float, log: Log, label: str
+) -> ComponentStatus:
+    """Poll until every object is ready; raise AwaitTimeout naming what is not."""
+    deadline = time.monotonic() + timeout
+    next_report = time.monotonic() + PROGRESS_EVERY_S
+    while True:
+        live = [o for o in read_live(client, list(objects), objects).values() if o is not None]
+        status = component_status(live)
+        if status.ready and len(live) == len(objects):
+            return status
+        now = time.monotonic()
+        if now >= deadline:
+            raise AwaitTimeout(f"{label}: not ready after {timeout:.0f}s: {status.message or status.reason}")
+        if now >= next_report:
+            log(f"{label}: waiting for readiness ({status.ready_replicas or 0}/{status.replicas or 0} replicas ready)")
+            next_report = now + PROGRESS_EVERY_S
+        time.sleep(POLL_INTERVAL_S)
+
+
+def delete_objects(client: KubeClient, keys: list[str], known: dict[str, Obj], log: Log, keep: Callable[[str], bool] = lambda k: False) -> None:
+    """Delete in reverse apply order with foreground propagation, waiting until each is gone."""
+    for key in reversed(keys):
+        if keep(key):
+            log(f"retaining {key}")
+            continue
+        obj = known.get(key) or _stub(key)
+        try:
+            existed = client.delete(obj)
+        except KubeError as e:
+            if e.status == 404:
+                continue
+            raise
+        if existed and not client.wait_deleted(obj, DELETE_TIMEOUT_S):
+            raise KubeError(f"{key} still exists {DELETE_TIMEOUT_S:.0f}s after deletion (finalizers?)")
+
+
+def project(live: Any, desired: Any) -> Any:
+    """The part of `live` at the paths `desired` sets: what drift on our fields looks like."""
+    if isinstance(desired, dict) and isinstance(live, dict):
+        return {k: project(live[k], v) for k, v in desired.items() if k in live}
+    if isinstance(desired, list) and isinstance(live, list):
+        if len(desired) == len(live):
+            return [project(lv, dv) for lv, dv in zip(live, desired, strict=True)]
+        return live
+    return live
+
+
+def object_summary(objects: dict[str, Obj]) -> list[str]:
+    return [object_key(o) for o in objects.values()]

@@ -1,0 +1,121 @@
+"""Readiness and status as the operator computes them, from observed object statuses (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Obj = dict[str, Any]
+
+# DGD states.
+STATE_PENDING = "pending"
+STATE_SUCCESSFUL = "successful"
+STATE_FAILED = "failed"
+# DGD Ready condition reasons.
+REASON_ALL_READY = "all_resources_are_ready"
+REASON_SOME_NOT_READY = "some_resources_are_not_ready"
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    reason: str
+    message: str = ""
+    desired: int | None = None
+    ready_replicas: int | None = None
+    updated_replicas: int | None = None
+    available_replicas: int | None = None
+
+
+def _condition(obj: Obj, type_: str) -> Obj | None:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return None
+
+
+def deployment_readiness(obj: Obj) -> Readiness:
+    """Ready: not paused, status caught up with the spec, every desired replica updated and available."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    desired = int(spec.get("replicas", 1))
+    updated = int(status.get("updatedReplicas", 0))
+    available = int(status.get("availableReplicas", 0))
+    ready_n = int(status.get("readyReplicas", 0))
+    total = int(status.get("replicas", 0))
+    counts = {"desired": desired, "ready_replicas": ready_n, "updated_replicas": updated, "available_replicas": available}
+    name = (obj.get("metadata") or {}).get("name", "")
+    if spec.get("paused"):
+        return Readiness(False, "DeploymentPaused", f"{name}: paused", **counts)
+    generation = (obj.get("metadata") or {}).get("generation", 0)
+    if status.get("observedGeneration", 0) < generation:
+        return Readiness(False, "DeploymentNotReady", f"{name}: spec change not observed yet", **counts)
+    if desired == 0:
+        return Readiness(True, "DeploymentReady", **counts)
+    available_cond = _condition(obj, "Available") or {}
+    if updated < desired or available < desired or total != desired or available_cond.get("status") != "True":
+        progressing = _condition(obj, "Progressing") or {}
+        detail = progressing.get("message") or available_cond.get("message") or ""
+        msg = f"{name}: {available}/{desired} available, {updated}/{desired} updated" + (f" ({detail})" if detail else "")
+        return Readiness(False, "DeploymentNotReady", msg, **counts)
+    return Readiness(True, "DeploymentReady", **counts)
+
+
+# Readiness functions per kind; kinds not listed are ready once they exist.
+READINESS = {("apps/v1", "Deployment"): deployment_readiness}
+
+
+def object_readiness(obj: Obj) -> Readiness:
+    check = READINESS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
+    if check is None:
+        return Readiness(True, "Exists")
+    return check(obj)
+
+
+@dataclass(frozen=True)
+class ComponentStatus:
+    ready: bool
+    reason: str
+    message: str
+    replicas: int | None = None
+    ready_replicas: int | None = None
+    updated_replicas: int | None = None
+    available_replicas: int | None = None
+
+    def to_dict(self) -> Obj:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def component_status(live: list[Obj]) -> ComponentStatus:
+    """A component's status from its live objects (the workload decides the replica counts)."""
+    results = [object_readiness(o) for o in live]
+    workload = next((r for r, o in zip(results, live, strict=True) if (o.get("apiVersion"), o.get("kind")) in READINESS), None)
+    not_ready = [r for r in results if not r.ready]
+    return ComponentStatus(
+        ready=not not_ready,
+        reason=not_ready[0].reason if not_ready else (workload.reason if workload else "Exists"),
+        message="; ".join(r.message for r in not_ready if r.message),
+        replicas=workload.desired if workload else None,
+        ready_replicas=workload.ready_replicas if workload else None,
+        updated_replicas=workload.updated_replicas if workload else None,
+        available_replicas=workload.available_replicas if workload else None,
+    )
+
+
+@dataclass(frozen=True)
+class GraphStatus:
+    state: str
+    conditions: list[Obj] = field(default_factory=list)
+
+    def to_dict(self) -> Obj:
+        return {"state": self.state, "conditions": self.conditions}
+
+
+def graph_status(components: dict[str, ComponentStatus]) -> GraphStatus:
+    """DGD `state` and `Ready` condition from its components' statuses."""
+    not_ready = {n: s for n, s in sorted(components.items()) if not s.ready}
+    if not not_ready:
+        cond = {"type": "Ready", "status": "True", "reason": REASON_ALL_READY, "message": "All resources are ready"}
+        return GraphStatus(STATE_SUCCESSFUL, [cond])
+    detail = "; ".join(f"{n}: {s.reason}" for n, s in not_ready.items())
+    cond = {"type": "Ready", "status": "False", "reason": REASON_SOME_NOT_READY, "message": f"Resources not ready: {detail}"}
+    return GraphStatus(STATE_PENDING, [cond])

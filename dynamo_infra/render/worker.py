@@ -1,0 +1,72 @@
+"""Worker components (worker, prefill, decode): the inference engines."""
+
+from __future__ import annotations
+
+from dynamo_infra.render.component_type import (
+    DEFAULT_COMMAND,
+    MAIN_CONTAINER,
+    Obj,
+    base_pod_spec,
+    common_env,
+    http_probe,
+)
+from dynamo_infra.render.context import ComponentContext
+
+# Dynamo system server (health, metrics) port.
+SYSTEM_PORT = 9090
+SYSTEM_PORT_NAME = "system"
+# NIXL telemetry exporter port.
+NIXL_PORT = 19090
+# Forward-pass metrics port.
+FORWARDPASS_METRIC_PORT = 20380
+# Probe timings at the parity pin (liveness failureThreshold 1 whatever the runtime version).
+LIVENESS = {"periodSeconds": 5, "timeoutSeconds": 4, "failureThreshold": 1}
+READINESS = {"periodSeconds": 10, "timeoutSeconds": 4, "failureThreshold": 3}
+STARTUP = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 720}
+
+
+def worker_env(ctx: ComponentContext) -> list[Obj]:
+    env = [
+        *common_env(ctx),
+        {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
+        {"name": "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", "value": '["generate"]'},
+        {"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)},
+        {"name": "DYN_HEALTH_CHECK_ENABLED", "value": "false"},
+        {"name": "NIXL_TELEMETRY_ENABLE", "value": "n"},
+        {"name": "NIXL_TELEMETRY_EXPORTER", "value": "prometheus"},
+        {"name": "NIXL_TELEMETRY_PROMETHEUS_PORT", "value": str(NIXL_PORT)},
+        {"name": "DYN_FORWARDPASS_METRIC_PORT", "value": str(FORWARDPASS_METRIC_PORT)},
+    ]
+    if ctx.worker_hash:
+        env.append({"name": "DYN_NAMESPACE_WORKER_SUFFIX", "value": ctx.worker_hash})
+    return env
+
+
+def system_probes() -> Obj:
+    return {
+        "livenessProbe": http_probe("/live", SYSTEM_PORT_NAME, **LIVENESS),
+        "readinessProbe": http_probe("/health", SYSTEM_PORT_NAME, **READINESS),
+        "startupProbe": http_probe("/live", SYSTEM_PORT_NAME, **STARTUP),
+    }
+
+
+class Worker:
+    def container(self, ctx: ComponentContext) -> Obj:
+        return {
+            "name": MAIN_CONTAINER,
+            "command": list(DEFAULT_COMMAND),
+            "env": worker_env(ctx),
+            "ports": [
+                {"name": SYSTEM_PORT_NAME, "containerPort": SYSTEM_PORT, "protocol": "TCP"},
+                {"name": "nixl", "containerPort": NIXL_PORT, "protocol": "TCP"},
+            ],
+            **system_probes(),
+        }
+
+    def pod_spec(self, ctx: ComponentContext) -> Obj:
+        return base_pod_spec()
+
+    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
+        if ctx.graph.discovery_backend == "etcd":
+            return None
+        return [{"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT, "protocol": "TCP"}]

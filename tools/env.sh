@@ -1,0 +1,39 @@
+# Source me: prepares the virtualenv and the pinned toolchain, and exports what Pulumi needs offline.
+#   . tools/env.sh
+# Environment: DYNAMO_INFRA_TOOLCHAIN_DIR moves the toolchain cache; PULUMI_CONFIG_PASSPHRASE
+# overrides the local stack's passphrase.
+DYNAMO_INFRA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export DYNAMO_INFRA_ROOT
+
+_dynamo_infra_env() {
+  cd "$DYNAMO_INFRA_ROOT" || return 1
+  # 1. Virtualenv with the pinned dependencies and this project installed (editable), reinstalled
+  #    only when a requirements file or pyproject.toml changed.
+  local want
+  want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)"
+  if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.deps 2>/dev/null)" != "$want" ]; then
+    echo "[env] installing the virtualenv (.venv)" >&2
+    python3 -m venv .venv || return 1
+    .venv/bin/pip install -q --disable-pip-version-check -r requirements-dev.txt || return 1
+    .venv/bin/pip install -q --disable-pip-version-check --no-deps -e . || return 1
+    echo "$want" > .venv/.deps
+  fi
+  export VIRTUAL_ENV="$DYNAMO_INFRA_ROOT/.venv"
+
+  # 2. The Go toolchain (built once into the per-user cache; seconds when warm).
+  local exports
+  exports="$(.venv/bin/python -m tools.toolchain --env)" || return 1
+  eval "$exports"
+  export PATH="$VIRTUAL_ENV/bin:$PATH"
+
+  # 3. Pulumi offline: no update checks, no plugin downloads, local file backend, passphrase secrets.
+  export PULUMI_SKIP_UPDATE_CHECK=true
+  export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+  export PULUMI_HOME="${PULUMI_HOME:-$DYNAMO_INFRA_ROOT/.local/pulumi-home}"
+  export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$DYNAMO_INFRA_ROOT/.local/state}"
+  export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-dynamo-infra-local}"
+  # Our Python language host runs on the project's virtualenv (it needs pulumi and grpcio).
+  export PULUMI_LANGUAGE_HOST_PYTHON="$VIRTUAL_ENV/bin/python"
+  mkdir -p "$PULUMI_HOME" "$DYNAMO_INFRA_ROOT/.local/state"
+}
+_dynamo_infra_env

@@ -1,0 +1,349 @@
+"""A local Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and kwok (fake kubelets whose nodes advertise `nvidia.com/gpu`).
+
+Its state (etcd data, keys, tokens) lives in one folder, so a stopped cluster starts again with
+its objects; every start picks new free ports and rewrites the kubeconfig.
+
+    python -m tools.localcluster start --dir .local/cluster     # start (or restart) and wait ready
+    python -m tools.localcluster stop --dir .local/cluster      # stop every process it started
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tools import toolchain
+
+# Fake nodes kwok manages; each advertises this capacity so GPU pods schedule.
+DEFAULT_NODES = 2
+NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8", "ephemeral-storage": "1Ti"}
+# Service and pod address ranges (never routed: pods are fake).
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.1/16"
+# How long each component may take to become healthy.
+READY_TIMEOUT_S = 90.0
+ADMIN_USER = "dynamo-infra-admin"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ClusterError(RuntimeError):
+    """The local control plane failed to start; the message points at the component's log."""
+
+
+@dataclass
+class LocalCluster:
+    root: Path
+    nodes: int = DEFAULT_NODES
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    ports: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.root / "pids.json"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    # --- set-up -------------------------------------------------------------------------------
+
+    def _keys(self) -> tuple[str, Path, Path]:
+        """Admin token and service-account key pair, created once and kept with the data."""
+        pki = self.root / "pki"
+        pki.mkdir(parents=True, exist_ok=True)
+        token_file = pki / "admin.token"
+        if not token_file.exists():
+            token_file.write_text(secrets.token_hex(24))
+            token_file.chmod(0o600)
+        sa_key, sa_pub = pki / "sa.key", pki / "sa.pub"
+        if not sa_key.exists():
+            from cryptography.hazmat.primitives import serialization
+            from cryptography.hazmat.primitives.asymmetric import rsa
+
+            key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            sa_key.write_bytes(
+                key.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.TraditionalOpenSSL,
+                    serialization.NoEncryption(),
+                )
+            )
+            sa_key.chmod(0o600)
+            sa_pub.write_bytes(
+                key.public_key().public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                )
+            )
+        token = token_file.read_text().strip()
+        (pki / "tokens.csv").write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
+        return token, sa_key, sa_pub
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        logs = self.root / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        out = (logs / f"{name}.log").open("ab")
+        self.procs[name] = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        self._write_pids()
+
+    def _write_pids(self) -> None:
+        self.pidfile.write_text(json.dumps({n: p.pid for n, p in self.procs.items()}))
+
+    def _wait(self, name: str, probe: callable, timeout: float = READY_TIMEOUT_S) -> None:  # type: ignore[valid-type]
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            proc = self.procs.get(name)
+            if proc is not None and proc.poll() is not None:
+                raise ClusterError(f"{name} exited with {proc.returncode}; see {self.root / 'logs' / (name + '.log')}")
+            try:
+                if probe():
+                    return
+            except Exception as e:  # noqa: BLE001 - any failure means "not ready yet"
+                last = str(e)
+            time.sleep(0.3)
+        raise ClusterError(f"{name} not ready after {timeout:.0f}s ({last}); see {self.root / 'logs' / (name + '.log')}")
+
+    def _ssl(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.root / "pki" / "apiserver.crt"))
+        return ctx
+
+    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+        token = (self.root / "pki" / "admin.token").read_text().strip()
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.server + path, data=data, method=method)
+        req.add_header("Authorization", f"Bearer {token}")
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def start(self) -> LocalCluster:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.stop()  # a previous run's processes, if any
+        bins = {p.name: p for d in toolchain.bin_dirs() for p in d.iterdir()}
+        token, sa_key, sa_pub = self._keys()
+        pki = self.root / "pki"
+        self.ports = {n: free_port() for n in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")}
+        etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
+        self._spawn(
+            "etcd",
+            [
+                str(bins["etcd"]),
+                f"--data-dir={self.root / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{self.ports['etcd-peer']}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{self.ports['etcd-peer']}",
+                f"--initial-cluster=default=http://127.0.0.1:{self.ports['etcd-peer']}",
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+        )
+        self._wait("etcd", lambda: urllib.request.urlopen(f"{etcd_url}/health", timeout=2).status == 200)
+        self._spawn(
+            "kube-apiserver",
+            [
+                str(bins["kube-apiserver"]),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.ports['apiserver']}",
+                f"--cert-dir={pki}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--authorization-mode=RBAC",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                f"--service-account-key-file={sa_pub}",
+                f"--service-account-signing-key-file={sa_key}",
+                f"--token-auth-file={pki / 'tokens.csv'}",
+                "--endpoint-reconciler-type=none",
+                "--v=1",
+            ],
+        )
+        self._wait("kube-apiserver", lambda: (pki / "apiserver.crt").exists() and self.request("GET", "/readyz")[0] == 200)
+        self._write_kubeconfig(token)
+        common = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1"]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(bins["kube-controller-manager"]),
+                *common,
+                f"--secure-port={self.ports['kcm']}",
+                f"--service-account-private-key-file={sa_key}",
+                f"--root-ca-file={pki / 'apiserver.crt'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle",
+                "--v=1",
+            ],
+        )
+        self._spawn("kube-scheduler", [str(bins["kube-scheduler"]), *common, f"--secure-port={self.ports['scheduler']}", "--v=1"])
+        stages = toolchain.kwok_stages()
+        self._spawn(
+            "kwok",
+            [
+                str(bins["kwok"]),
+                f"--kubeconfig={self.kubeconfig}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                f"--cidr={POD_CIDR}",
+                "--node-ip=127.0.0.1",
+                f"--server-address=127.0.0.1:{self.ports['kwok']}",
+                *[f"--config={f}" for f in sorted(stages.glob('*.yaml'))],
+            ],
+        )
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            port = self.ports["kcm" if name == "kube-controller-manager" else "scheduler"]
+            insecure = ssl._create_unverified_context()  # their serving certs are throw-away self-signed
+            self._wait(name, lambda p=port: urllib.request.urlopen(f"https://127.0.0.1:{p}/healthz", context=insecure, timeout=2).status == 200)
+        self._create_nodes()
+        self._wait("kwok", self._nodes_ready)
+        # The controller manager creates each namespace's `default` ServiceAccount; pods need it.
+        self._wait("kube-controller-manager", lambda: self.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200)
+        return self
+
+    def _write_kubeconfig(self, token: str) -> None:
+        ca = base64.b64encode((self.root / "pki" / "apiserver.crt").read_bytes()).decode()
+        cfg = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "local", "cluster": {"server": self.server, "certificate-authority-data": ca}}],
+            "users": [{"name": ADMIN_USER, "user": {"token": token}}],
+            "contexts": [{"name": "local", "context": {"cluster": "local", "user": ADMIN_USER}}],
+            "current-context": "local",
+        }
+        tmp = self.kubeconfig.with_suffix(".tmp")
+        tmp.write_text(json.dumps(cfg, indent=2))
+        tmp.chmod(0o600)
+        tmp.replace(self.kubeconfig)
+
+    def _create_nodes(self) -> None:
+        for i in range(self.nodes):
+            name = f"kwok-gpu-{i}"
+            node = {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {
+                    "name": name,
+                    "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                    "labels": {
+                        "kubernetes.io/hostname": name,
+                        "kubernetes.io/os": "linux",
+                        "kubernetes.io/arch": "amd64",
+                        "type": "kwok",
+                        "nvidia.com/gpu.present": "true",
+                    },
+                },
+                "spec": {},
+                "status": {"capacity": NODE_CAPACITY, "allocatable": NODE_CAPACITY},
+            }
+            code, body = self.request("POST", "/api/v1/nodes", node)
+            if code not in (201, 409):
+                raise ClusterError(f"creating node {name}: HTTP {code} {body.get('message', '')}")
+
+    def _nodes_ready(self) -> bool:
+        code, body = self.request("GET", "/api/v1/nodes")
+        if code != 200:
+            return False
+        ready = 0
+        for n in body.get("items", []):
+            conds = {c["type"]: c["status"] for c in n.get("status", {}).get("conditions", [])}
+            gpus = n.get("status", {}).get("allocatable", {}).get("nvidia.com/gpu")
+            if conds.get("Ready") == "True" and gpus:
+                ready += 1
+        return ready >= self.nodes
+
+    def stop(self) -> None:
+        """Stop every process this cluster folder started (also those of an earlier run)."""
+        pids: dict[str, int] = {n: p.pid for n, p in self.procs.items()}
+        if self.pidfile.exists():
+            try:
+                pids.update(json.loads(self.pidfile.read_text()))
+            except ValueError:
+                pass
+        order = ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+        for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
+            _terminate(pids[name], self.procs.get(name))
+        self.procs.clear()
+        self.pidfile.unlink(missing_ok=True)
+
+    def env(self) -> dict[str, str]:
+        return {"KUBECONFIG": str(self.kubeconfig)}
+
+
+def _terminate(pid: int, proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None:
+            if proc.poll() is not None:
+                return
+        else:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+        time.sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    if proc is not None:
+        proc.wait(5)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=["start", "stop"])
+    ap.add_argument("--dir", default=".local/cluster", type=Path, help="cluster state folder")
+    ap.add_argument("--nodes", type=int, default=DEFAULT_NODES)
+    args = ap.parse_args(argv)
+    cluster = LocalCluster(args.dir.resolve(), nodes=args.nodes)
+    if args.action == "stop":
+        cluster.stop()
+        return 0
+    t0 = time.monotonic()
+    try:
+        cluster.start()
+    except ClusterError as e:
+        print(f"local cluster: {e}", file=sys.stderr)
+        cluster.stop()
+        return 1
+    print(f"local cluster ready in {time.monotonic() - t0:.1f}s: {cluster.server} (KUBECONFIG={cluster.kubeconfig})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
