@@ -63,5 +63,8 @@ for i, source in enumerate(config.get_object("graphs") or []):
 pulumi.export("namespace", options.namespace)
 pulumi.export(
     "graphs",
-    {n: {"state": g.state, "conditions": g.conditions, "components": g.component_statuses} for n, g in graphs.items()},
+    {
+        n: {"state": g.state, "conditions": g.conditions, "components": g.component_statuses}
+        for n, g in graphs.items()
+    },
 )

@@ -23,7 +23,9 @@ def load_graph(source: str | Path | AnyDGD) -> AnyDGD:
         return source
     loaded = load_yaml(Path(source))
     if len(loaded.graphs) != 1:
-        raise DynamoValidationError([Problem("", f"expected one DynamoGraphDeployment, found {len(loaded.graphs)}")], str(source))
+        raise DynamoValidationError(
+            [Problem("", f"expected one DynamoGraphDeployment, found {len(loaded.graphs)}")], str(source)
+        )
     return loaded.graphs[0]
 
 
@@ -54,7 +56,10 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             component=rendered.name,
             objects=list(rendered.objects),
             replicas_external=rendered.scaling_adapter,
-            await_policy={"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds},
+            await_policy={
+                "mode": options.await_policy.mode,
+                "timeoutSeconds": options.await_policy.timeout_seconds,
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.status = self.workload.status
@@ -119,7 +124,12 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         )
         overall = statuses.apply(
             lambda s: graph_status(
-                {n: ComponentStatus(bool(v.get("ready")), str(v.get("reason", "")), str(v.get("message", ""))) for n, v in s.items()}
+                {
+                    n: ComponentStatus(
+                        bool(v.get("ready")), str(v.get("reason", "")), str(v.get("message", ""))
+                    )
+                    for n, v in s.items()
+                }
             ).to_dict()
         )
         self.component_statuses = statuses

@@ -38,7 +38,9 @@ class AwaitPolicy(DynamoModel):
 
 
 class ClusterOptions(DynamoModel):
-    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = DEFAULT_NAMESPACE
+    namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = (
+        DEFAULT_NAMESPACE
+    )
     discovery: Discovery = Discovery()
     infrastructure: Infrastructure = Infrastructure()
     await_policy: AwaitPolicy = Field(default=AwaitPolicy(), alias="await")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -30,7 +31,13 @@ from tools import toolchain
 
 # Fake nodes kwok manages; each advertises this capacity so GPU pods schedule.
 DEFAULT_NODES = 2
-NODE_CAPACITY = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": "8", "ephemeral-storage": "1Ti"}
+NODE_CAPACITY = {
+    "cpu": "64",
+    "memory": "512Gi",
+    "pods": "110",
+    "nvidia.com/gpu": "8",
+    "ephemeral-storage": "1Ti",
+}
 # Service and pod address ranges (never routed: pods are fake).
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.1/16"
@@ -119,14 +126,18 @@ class LocalCluster:
         while time.monotonic() < deadline:
             proc = self.procs.get(name)
             if proc is not None and proc.poll() is not None:
-                raise ClusterError(f"{name} exited with {proc.returncode}; see {self.root / 'logs' / (name + '.log')}")
+                raise ClusterError(
+                    f"{name} exited with {proc.returncode}; see {self.root / 'logs' / (name + '.log')}"
+                )
             try:
                 if probe():
                     return
             except Exception as e:  # noqa: BLE001 - any failure means "not ready yet"
                 last = str(e)
             time.sleep(0.3)
-        raise ClusterError(f"{name} not ready after {timeout:.0f}s ({last}); see {self.root / 'logs' / (name + '.log')}")
+        raise ClusterError(
+            f"{name} not ready after {timeout:.0f}s ({last}); see {self.root / 'logs' / (name + '.log')}"
+        )
 
     def _ssl(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.root / "pki" / "apiserver.crt"))
@@ -190,7 +201,10 @@ class LocalCluster:
                 "--v=1",
             ],
         )
-        self._wait("kube-apiserver", lambda: (pki / "apiserver.crt").exists() and self.request("GET", "/readyz")[0] == 200)
+        self._wait(
+            "kube-apiserver",
+            lambda: (pki / "apiserver.crt").exists() and self.request("GET", "/readyz")[0] == 200,
+        )
         self._write_kubeconfig(token)
         common = [f"--kubeconfig={self.kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1"]
         self._spawn(
@@ -206,7 +220,10 @@ class LocalCluster:
                 "--v=1",
             ],
         )
-        self._spawn("kube-scheduler", [str(bins["kube-scheduler"]), *common, f"--secure-port={self.ports['scheduler']}", "--v=1"])
+        self._spawn(
+            "kube-scheduler",
+            [str(bins["kube-scheduler"]), *common, f"--secure-port={self.ports['scheduler']}", "--v=1"],
+        )
         stages = toolchain.kwok_stages()
         self._spawn(
             "kwok",
@@ -218,17 +235,29 @@ class LocalCluster:
                 f"--cidr={POD_CIDR}",
                 "--node-ip=127.0.0.1",
                 f"--server-address=127.0.0.1:{self.ports['kwok']}",
-                *[f"--config={f}" for f in sorted(stages.glob('*.yaml'))],
+                *[f"--config={f}" for f in sorted(stages.glob("*.yaml"))],
             ],
         )
+        # Their serving certificates are throw-away self-signed ones: health checks skip verification.
+        insecure = ssl._create_unverified_context()
         for name in ("kube-controller-manager", "kube-scheduler"):
             port = self.ports["kcm" if name == "kube-controller-manager" else "scheduler"]
-            insecure = ssl._create_unverified_context()  # their serving certs are throw-away self-signed
-            self._wait(name, lambda p=port: urllib.request.urlopen(f"https://127.0.0.1:{p}/healthz", context=insecure, timeout=2).status == 200)
+            self._wait(
+                name,
+                lambda p=port: (
+                    urllib.request.urlopen(
+                        f"https://127.0.0.1:{p}/healthz", context=insecure, timeout=2
+                    ).status
+                    == 200
+                ),
+            )
         self._create_nodes()
         self._wait("kwok", self._nodes_ready)
         # The controller manager creates each namespace's `default` ServiceAccount; pods need it.
-        self._wait("kube-controller-manager", lambda: self.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200)
+        self._wait(
+            "kube-controller-manager",
+            lambda: self.request("GET", "/api/v1/namespaces/default/serviceaccounts/default")[0] == 200,
+        )
         return self
 
     def _write_kubeconfig(self, token: str) -> None:
@@ -236,7 +265,9 @@ class LocalCluster:
         cfg = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "local", "cluster": {"server": self.server, "certificate-authority-data": ca}}],
+            "clusters": [
+                {"name": "local", "cluster": {"server": self.server, "certificate-authority-data": ca}}
+            ],
             "users": [{"name": ADMIN_USER, "user": {"token": token}}],
             "contexts": [{"name": "local", "context": {"cluster": "local", "user": ADMIN_USER}}],
             "current-context": "local",
@@ -286,10 +317,8 @@ class LocalCluster:
         """Stop every process this cluster folder started (also those of an earlier run)."""
         pids: dict[str, int] = {n: p.pid for n, p in self.procs.items()}
         if self.pidfile.exists():
-            try:
+            with contextlib.suppress(ValueError):
                 pids.update(json.loads(self.pidfile.read_text()))
-            except ValueError:
-                pass
         order = ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
         for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
             _terminate(pids[name], self.procs.get(name))
@@ -341,7 +370,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"local cluster: {e}", file=sys.stderr)
         cluster.stop()
         return 1
-    print(f"local cluster ready in {time.monotonic() - t0:.1f}s: {cluster.server} (KUBECONFIG={cluster.kubeconfig})")
+    print(
+        f"local cluster ready in {time.monotonic() - t0:.1f}s: {cluster.server} (KUBECONFIG={cluster.kubeconfig})"
+    )
     return 0
 
 

@@ -21,7 +21,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kubeconfig", required=True, type=Path)
     args = ap.parse_args(argv)
     out = subprocess.run(
-        ["pulumi", "stack", "output", "--json", "--stack", args.stack], capture_output=True, text=True, check=True
+        ["pulumi", "stack", "output", "--json", "--stack", args.stack],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     outputs = json.loads(out or "{}")
     namespace = outputs.get("namespace", "default")
@@ -30,16 +33,22 @@ def main(argv: list[str] | None = None) -> int:
     with KubeClient(kubeconfig.load(str(args.kubeconfig))) as client:
         for name, g in graphs.items():
             ready = next((c for c in g.get("conditions") or [] if c.get("type") == "Ready"), {})
-            print(f"  graph {name}: state={g.get('state')} Ready={ready.get('status')} ({ready.get('reason')})")
+            print(
+                f"  graph {name}: state={g.get('state')} Ready={ready.get('status')} ({ready.get('reason')})"
+            )
             for comp, s in (g.get("components") or {}).items():
-                print(f"    component {comp}: ready={s.get('ready')} replicas {s.get('readyReplicas', 0)}/{s.get('replicas', 0)}")
+                print(
+                    f"    component {comp}: ready={s.get('ready')} replicas {s.get('readyReplicas', 0)}/{s.get('replicas', 0)}"
+                )
             for api_version, kind in (("apps/v1", "Deployment"), ("v1", "Service"), ("v1", "ServiceAccount")):
                 for obj in client.list(api_version, kind, namespace):
                     labels = obj["metadata"].get("labels") or {}
                     if labels.get(LABEL_GRAPH) != name and not obj["metadata"]["name"].startswith(f"{name}-"):
                         continue
                     r = object_readiness(obj)
-                    print(f"      {kind:<15} {obj['metadata']['name']:<45} {'ready' if r.ready else r.reason}")
+                    print(
+                        f"      {kind:<15} {obj['metadata']['name']:<45} {'ready' if r.ready else r.reason}"
+                    )
     states = {g.get("state") for g in graphs.values()}
     return 0 if states <= {"successful"} else 1
 

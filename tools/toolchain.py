@@ -78,9 +78,7 @@ class Group:
         return self.folder / "bin"
 
     def is_built(self) -> bool:
-        return (self.folder / STAMP).exists() and all(
-            (self.bin_dir / b).exists() for b in self.binaries
-        )
+        return (self.folder / STAMP).exists() and all((self.bin_dir / b).exists() for b in self.binaries)
 
     def ambient_bin_dir(self) -> Path | None:
         """Folder on PATH holding every binary of the group at the pinned version, if any."""
@@ -94,9 +92,7 @@ class Group:
             return None
         cmd, pattern = self.version_probe
         try:
-            out = subprocess.run(
-                [str(folder / cmd[0]), *cmd[1:]], capture_output=True, text=True, timeout=20
-            )
+            out = subprocess.run([str(folder / cmd[0]), *cmd[1:]], capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return folder if re.search(pattern, out.stdout + out.stderr) else None
@@ -182,7 +178,16 @@ def build_kubernetes(g: Group, src: Path, logfile: Path) -> None:
     for b in g.binaries:
         log(f"  go build {b} (kubernetes v{ver})")
         _run(
-            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(g.bin_dir / b), f"k8s.io/kubernetes/cmd/{b}"],
+            [
+                "go",
+                "build",
+                "-trimpath",
+                "-ldflags",
+                ldflags,
+                "-o",
+                str(g.bin_dir / b),
+                f"k8s.io/kubernetes/cmd/{b}",
+            ],
             src,
             logfile,
         )
@@ -193,7 +198,20 @@ def build_etcd(g: Group, src: Path, logfile: Path) -> None:
     _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{g.version}"], src, logfile)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
     log(f"  go build etcd v{g.version}")
-    _run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(g.bin_dir / "etcd"), "go.etcd.io/etcd/server/v3"], src, logfile)
+    _run(
+        [
+            "go",
+            "build",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            "-o",
+            str(g.bin_dir / "etcd"),
+            "go.etcd.io/etcd/server/v3",
+        ],
+        src,
+        logfile,
+    )
 
 
 def build_kwok(g: Group, src: Path, logfile: Path) -> None:
@@ -236,12 +254,25 @@ def build_pulumi(g: Group, src: Path, logfile: Path) -> None:
         ["github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"],
         logfile,
     )
-    _run(["go", "get", f"github.com/pulumi/pulumi/pkg/v3@v{ver}", f"github.com/pulumi/pulumi/sdk/v3@v{ver}"], src, logfile)
+    _run(
+        ["go", "get", f"github.com/pulumi/pulumi/pkg/v3@v{ver}", f"github.com/pulumi/pulumi/sdk/v3@v{ver}"],
+        src,
+        logfile,
+    )
     g.bin_dir.mkdir(parents=True, exist_ok=True)
     ldflags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v{ver}"
     log(f"  go build pulumi v{ver}")
     _run(
-        ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(g.bin_dir / "pulumi"), "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi"],
+        [
+            "go",
+            "build",
+            "-trimpath",
+            "-ldflags",
+            ldflags,
+            "-o",
+            str(g.bin_dir / "pulumi"),
+            "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+        ],
         src,
         logfile,
     )
@@ -276,7 +307,20 @@ def build_pulumi_kubernetes(g: Group, src: Path, logfile: Path) -> None:
     g.bin_dir.mkdir(parents=True, exist_ok=True)
     ldflags = f"-s -w -X {mod_path}/pkg/version.Version={g.version}"
     log(f"  go build pulumi-resource-kubernetes v{g.version} ({commit})")
-    _run(["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(g.bin_dir / "pulumi-resource-kubernetes"), "."], src, logfile)
+    _run(
+        [
+            "go",
+            "build",
+            "-trimpath",
+            "-ldflags",
+            ldflags,
+            "-o",
+            str(g.bin_dir / "pulumi-resource-kubernetes"),
+            ".",
+        ],
+        src,
+        logfile,
+    )
 
 
 def groups() -> list[Group]:
@@ -321,10 +365,11 @@ def groups() -> list[Group]:
 
 
 @contextlib.contextmanager
-def _lock() -> Iterator[None]:
+def _lock(name: str) -> Iterator[None]:
+    """One builder per group at a time (concurrent test runs and bootstraps wait for each other)."""
     root = cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with (root / ".lock").open("w") as f:
+    with (root / f".{name}.lock").open("w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
             yield
@@ -346,10 +391,10 @@ def _check_go(min_version: str) -> None:
 def ensure(only: list[str] | None = None) -> dict[str, Path]:
     """Build missing groups; return each group's bin folder (ambient or cached)."""
     found: dict[str, Path] = {}
-    with _lock():
-        for g in groups():
-            if only and g.name not in only:
-                continue
+    for g in groups():
+        if only and g.name not in only:
+            continue
+        with _lock(g.name):
             if g.is_built():
                 found[g.name] = g.bin_dir
                 continue

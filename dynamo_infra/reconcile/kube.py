@@ -96,7 +96,9 @@ class KubeClient:
                 resp = self._http.request(method, path, content=data, params=params, headers=headers)
             except httpx.TransportError as e:
                 if attempt == RETRIES:
-                    raise KubeError(f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})") from None
+                    raise KubeError(
+                        f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})"
+                    ) from None
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
@@ -134,7 +136,9 @@ class KubeClient:
             try:
                 listing = self.request("GET", path)
             except NotFound:
-                raise KubeError(f"the API server does not serve {api_version} (is its CRD installed?)", 404) from None
+                raise KubeError(
+                    f"the API server does not serve {api_version} (is its CRD installed?)", 404
+                ) from None
             known = {
                 r["kind"]: ResourceInfo(api_version, r["kind"], r["name"], bool(r.get("namespaced")))
                 for r in listing.get("resources", [])
@@ -165,7 +169,9 @@ class KubeClient:
         params = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
         if dry_run:
             params["dryRun"] = "All"
-        return self.request("PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml")
+        return self.request(
+            "PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml"
+        )
 
     def get(self, obj: Obj) -> Obj | None:
         info, ns, name = self._info(obj)
@@ -174,7 +180,9 @@ class KubeClient:
         except NotFound:
             return None
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None) -> list[Obj]:
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+    ) -> list[Obj]:
         info = self.resource(api_version, kind)
         params = {"labelSelector": label_selector} if label_selector else None
         items = self.request("GET", info.path(namespace), params=params).get("items", [])
@@ -187,7 +195,11 @@ class KubeClient:
         """Delete; True if it existed. Foreground: dependents go first, the object last."""
         info, ns, name = self._info(obj)
         try:
-            self.request("DELETE", info.path(ns, name), body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation})
+            self.request(
+                "DELETE",
+                info.path(ns, name),
+                body={"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation},
+            )
         except NotFound:
             return False
         return True

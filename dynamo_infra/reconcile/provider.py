@@ -11,7 +11,15 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    ResourceProvider,
+    UpdateResult,
+)
 
 from dynamo_infra.reconcile import kubeconfig
 from dynamo_infra.reconcile.kube import KubeClient, Obj
@@ -27,7 +35,16 @@ from dynamo_infra.reconcile.workload import (
 from dynamo_infra.render.status import component_status
 
 # Input properties whose change means the cluster must be written to.
-DIFFED_INPUTS = ("kubeconfig", "context", "namespace", "graph", "component", "objects", "replicasExternal", "await")
+DIFFED_INPUTS = (
+    "kubeconfig",
+    "context",
+    "namespace",
+    "graph",
+    "component",
+    "objects",
+    "replicasExternal",
+    "await",
+)
 # Apply order by kind (dependencies first); unknown kinds go after these, before workloads.
 KIND_ORDER = (
     "Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim",
@@ -68,7 +85,9 @@ class ComponentWorkloadProvider(ResourceProvider):
     def _label(props: dict[str, Any]) -> str:
         return f"{props.get('namespace')}/{props.get('graph')}/{props.get('component')}"
 
-    def _reconcile(self, props: dict[str, Any], previous: list[str], known: dict[str, Obj], created: bool) -> dict[str, Any]:
+    def _reconcile(
+        self, props: dict[str, Any], previous: list[str], known: dict[str, Obj], created: bool
+    ) -> dict[str, Any]:
         objects: dict[str, Obj] = props["objects"]
         order = apply_order(objects)
         ordered = {k: objects[k] for k in order}
@@ -81,7 +100,9 @@ class ComponentWorkloadProvider(ResourceProvider):
                 live = [o for o in read_live(client, order, ordered).values() if o is not None]
                 status = component_status(live).to_dict()
             else:
-                status = await_ready(client, ordered, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)).to_dict()
+                status = await_ready(
+                    client, ordered, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
+                ).to_dict()
         return {**props, "inventory": order, "status": status}
 
     # --- ResourceProvider -------------------------------------------------------------------------
@@ -93,15 +114,24 @@ class ComponentWorkloadProvider(ResourceProvider):
             failures.append(CheckFailure("objects", "must be a mapping of object key to manifest"))
         else:
             for key, obj in objects.items():
-                if not isinstance(obj, dict) or not obj.get("apiVersion") or not obj.get("kind") or not (obj.get("metadata") or {}).get("name"):
-                    failures.append(CheckFailure(f"objects.{key}", "manifest needs apiVersion, kind and metadata.name"))
+                if (
+                    not isinstance(obj, dict)
+                    or not obj.get("apiVersion")
+                    or not obj.get("kind")
+                    or not (obj.get("metadata") or {}).get("name")
+                ):
+                    failures.append(
+                        CheckFailure(f"objects.{key}", "manifest needs apiVersion, kind and metadata.name")
+                    )
         if not news.get("kubeconfig"):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
-        return DiffResult(changes=bool(changed), replaces=[], stables=["graph", "component"], delete_before_replace=False)
+        return DiffResult(
+            changes=bool(changed), replaces=[], stables=["graph", "component"], delete_before_replace=False
+        )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._reconcile(props, [], {}, created=True)
@@ -126,8 +156,15 @@ class ComponentWorkloadProvider(ResourceProvider):
         present = {k: o for k, o in live.items() if o is not None}
         if not present:
             return ReadResult(None, {})  # every object is gone: the resource no longer exists
-        observed = {k: project(present[k], objects[k]) if k in objects else present[k] for k in keys if k in present}
+        observed = {
+            k: project(present[k], objects[k]) if k in objects else present[k] for k in keys if k in present
+        }
         status = component_status(list(present.values())).to_dict()
-        outs = {**props, "objects": observed, "inventory": [k for k in keys if k in present], "status": status}
+        outs = {
+            **props,
+            "objects": observed,
+            "inventory": [k for k in keys if k in present],
+            "status": status,
+        }
         inputs = {k: outs[k] for k in DIFFED_INPUTS if k in outs}
         return ReadResult(id_, outs, inputs)

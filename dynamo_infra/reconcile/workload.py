@@ -38,7 +38,9 @@ def _without_replicas(obj: Obj) -> Obj:
     return out
 
 
-def apply_objects(client: KubeClient, objects: dict[str, Obj], ownership: Ownership, log: Log) -> dict[str, Obj]:
+def apply_objects(
+    client: KubeClient, objects: dict[str, Obj], ownership: Ownership, log: Log
+) -> dict[str, Obj]:
     """Server-side apply every object in order; returns what the server stored."""
     stored: dict[str, Obj] = {}
     for key, obj in objects.items():
@@ -52,7 +54,9 @@ def apply_objects(client: KubeClient, objects: dict[str, Obj], ownership: Owners
     return stored
 
 
-def prune(client: KubeClient, previous: list[str], current: dict[str, Obj], known: dict[str, Obj], log: Log) -> list[str]:
+def prune(
+    client: KubeClient, previous: list[str], current: dict[str, Obj], known: dict[str, Obj], log: Log
+) -> list[str]:
     """Delete objects of the previous inventory that are no longer rendered."""
     gone = [k for k in previous if k not in current]
     for key in reversed(gone):
@@ -93,12 +97,20 @@ def await_ready(
         if now >= deadline:
             raise AwaitTimeout(f"{label}: not ready after {timeout:.0f}s: {status.message or status.reason}")
         if now >= next_report:
-            log(f"{label}: waiting for readiness ({status.ready_replicas or 0}/{status.replicas or 0} replicas ready)")
+            log(
+                f"{label}: waiting for readiness ({status.ready_replicas or 0}/{status.replicas or 0} replicas ready)"
+            )
             next_report = now + PROGRESS_EVERY_S
         time.sleep(POLL_INTERVAL_S)
 
 
-def delete_objects(client: KubeClient, keys: list[str], known: dict[str, Obj], log: Log, keep: Callable[[str], bool] = lambda k: False) -> None:
+def delete_objects(
+    client: KubeClient,
+    keys: list[str],
+    known: dict[str, Obj],
+    log: Log,
+    keep: Callable[[str], bool] = lambda k: False,
+) -> None:
     """Delete in reverse apply order with foreground propagation, waiting until each is gone."""
     for key in reversed(keys):
         if keep(key):

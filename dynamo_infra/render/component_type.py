@@ -50,7 +50,10 @@ def common_env(ctx: ComponentContext) -> list[Obj]:
 
 
 def base_pod_spec() -> Obj:
-    return {"terminationGracePeriodSeconds": DEFAULT_TERMINATION_GRACE_PERIOD_S, "restartPolicy": DEFAULT_RESTART_POLICY}
+    return {
+        "terminationGracePeriodSeconds": DEFAULT_TERMINATION_GRACE_PERIOD_S,
+        "restartPolicy": DEFAULT_RESTART_POLICY,
+    }
 
 
 def http_probe(path: str, port: str, **timing: int) -> Obj:

@@ -16,7 +16,10 @@ DEFAULT_REPLICAS = 1
 
 def component_labels(ctx: ComponentContext) -> dict[str, str]:
     """Labels on the DCD and on the objects it owns."""
-    user = dict(((ctx.component.pod_template.metadata if ctx.component.pod_template else None) or {}).get("labels") or {})
+    user = dict(
+        ((ctx.component.pod_template.metadata if ctx.component.pod_template else None) or {}).get("labels")
+        or {}
+    )
     labels = {
         **user,
         names.LABEL_COMPONENT: ctx.component.name,
@@ -111,11 +114,19 @@ def service(ctx: ComponentContext) -> Obj | None:
         return None
     labels = component_labels(ctx)
     if ctx.graph.discovery_backend == "kubernetes":
-        labels = {**labels, names.LABEL_DISCOVERY_BACKEND: "kubernetes", names.LABEL_DISCOVERY_ENABLED: "true"}
+        labels = {
+            **labels,
+            names.LABEL_DISCOVERY_BACKEND: "kubernetes",
+            names.LABEL_DISCOVERY_ENABLED: "true",
+        }
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {"name": ctx.dcd_name.replace(".", "-"), "namespace": ctx.graph.namespace, "labels": labels},
+        "metadata": {
+            "name": ctx.dcd_name.replace(".", "-"),
+            "namespace": ctx.graph.namespace,
+            "labels": labels,
+        },
         "spec": {
             "selector": {
                 names.LABEL_COMPONENT_TYPE: ctx.type,

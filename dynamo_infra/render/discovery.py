@@ -39,7 +39,11 @@ def discovery_rbac(g: GraphContext) -> list[Obj]:
             "metadata": {"name": f"{sa}-role", **meta},
             "rules": [
                 {"apiGroups": [""], "resources": ["pods", "endpoints"], "verbs": ["get", "list", "watch"]},
-                {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+                {
+                    "apiGroups": ["discovery.k8s.io"],
+                    "resources": ["endpointslices"],
+                    "verbs": ["get", "list", "watch"],
+                },
                 {
                     "apiGroups": ["nvidia.com"],
                     "resources": ["dynamoworkermetadatas"],

@@ -62,14 +62,23 @@ def detect_backend(dgd: v1beta1.DynamoGraphDeployment) -> str | None:
     backends = sorted(set(found.values()))
     if len(backends) > 1:
         detail = ", ".join(f"{n}={b}" for n, b in sorted(found.items()))
-        raise DynamoValidationError([Problem("spec.backendFramework", f"components use different backends ({detail}); set backendFramework")])
+        raise DynamoValidationError(
+            [
+                Problem(
+                    "spec.backendFramework",
+                    f"components use different backends ({detail}); set backendFramework",
+                )
+            ]
+        )
     return backends[0] if backends else None
 
 
 def _component_context(g: GraphContext, c: v1beta1.Component, worker_hash: str | None) -> ComponentContext:
     ns = names.dynamo_namespace(g.namespace, g.name, bool(c.global_dynamo_namespace))
     h = worker_hash if c.is_worker else None
-    return ComponentContext(graph=g, component=c, dynamo_namespace=ns, dcd_name=names.dcd_name(g.name, c.name, h), worker_hash=h)
+    return ComponentContext(
+        graph=g, component=c, dynamo_namespace=ns, dcd_name=names.dcd_name(g.name, c.name, h), worker_hash=h
+    )
 
 
 def dcd(ctx: ComponentContext, backend: str | None) -> Obj:
@@ -107,12 +116,23 @@ def worker_hash(g: GraphContext, backend: str | None) -> str | None:
     for c in workers:
         d = dcd(_component_context(g, c, names.WORKER_HASH_PLACEHOLDER), backend)
         spec = {k: v for k, v in d["spec"].items() if k not in HASH_EXCLUDED_FIELDS}
-        rendered[c.name] = {"labels": d["metadata"]["labels"], "annotations": d["metadata"].get("annotations") or {}, "spec": spec}
-    payload = {"version": names.WORKER_HASH_VERSION, "backendFramework": backend or "", "env": g.dgd.spec.env or [], "workers": rendered}
+        rendered[c.name] = {
+            "labels": d["metadata"]["labels"],
+            "annotations": d["metadata"].get("annotations") or {},
+            "spec": spec,
+        }
+    payload = {
+        "version": names.WORKER_HASH_VERSION,
+        "backendFramework": backend or "",
+        "env": g.dgd.spec.env or [],
+        "workers": rendered,
+    }
     return names.short_hash(payload)
 
 
-def render_graph(dgd: AnyDGD, options: ClusterOptions | None = None, namespace: str | None = None) -> RenderedGraph:
+def render_graph(
+    dgd: AnyDGD, options: ClusterOptions | None = None, namespace: str | None = None
+) -> RenderedGraph:
     """Every object the operator would create for `dgd` (either API version), grouped by component."""
     options = options or ClusterOptions()
     hub = to_hub(dgd)
@@ -125,7 +145,12 @@ def render_graph(dgd: AnyDGD, options: ClusterOptions | None = None, namespace: 
     for c in sorted(hub.spec.components or [], key=lambda c: c.name):
         if c.multinode is not None:
             raise DynamoValidationError(
-                [Problem(f"spec.components[{c.name}].multinode", "multinode components are not supported yet (Grove/LWS rendering)")]
+                [
+                    Problem(
+                        f"spec.components[{c.name}].multinode",
+                        "multinode components are not supported yet (Grove/LWS rendering)",
+                    )
+                ]
             )
         ctx = _component_context(g, c, whash)
         objects = [o for o in (service(ctx), deployment(ctx)) if o is not None]

@@ -46,7 +46,12 @@ def component_type(type_name: str) -> ComponentType:
 def main_container(ctx: ComponentContext) -> Obj:
     """Base container of the type, with the user's `main` container and the DGD env merged in."""
     base = component_type(ctx.type).container(ctx)
-    user = copy.deepcopy(ctx.component.pod_template.container(MAIN_CONTAINER) if ctx.component.pod_template else None) or {}
+    user = (
+        copy.deepcopy(
+            ctx.component.pod_template.container(MAIN_CONTAINER) if ctx.component.pod_template else None
+        )
+        or {}
+    )
     user_env = merge_env(ctx.graph.dgd.spec.env, user.get("env"))
     rest = {k: v for k, v in user.items() if k not in ("name", "env", *PROBES)}
     container = merge_override(base, rest)
@@ -69,11 +74,15 @@ def main_container(ctx: ComponentContext) -> Obj:
 def _with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Obj, Obj]:
     if str(size) == "0":
         return pod, main
-    volume = {"name": SHARED_MEMORY_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": str(size or DEFAULT_SHARED_MEMORY_SIZE)}}
+    volume = {
+        "name": SHARED_MEMORY_VOLUME,
+        "emptyDir": {"medium": "Memory", "sizeLimit": str(size or DEFAULT_SHARED_MEMORY_SIZE)},
+    }
     mount = {"name": SHARED_MEMORY_VOLUME, "mountPath": SHARED_MEMORY_PATH}
     volumes = [v for v in pod.get("volumes") or [] if v.get("name") != SHARED_MEMORY_VOLUME]
     mounts = [
-        m for m in main.get("volumeMounts") or []
+        m
+        for m in main.get("volumeMounts") or []
         if m.get("name") != SHARED_MEMORY_VOLUME and m.get("mountPath") != SHARED_MEMORY_PATH
     ]
     return {**pod, "volumes": [*volumes, volume]}, {**main, "volumeMounts": [*mounts, mount]}

@@ -42,22 +42,27 @@ def deployment_readiness(obj: Obj) -> Readiness:
     available = int(status.get("availableReplicas", 0))
     ready_n = int(status.get("readyReplicas", 0))
     total = int(status.get("replicas", 0))
-    counts = {"desired": desired, "ready_replicas": ready_n, "updated_replicas": updated, "available_replicas": available}
     name = (obj.get("metadata") or {}).get("name", "")
+
+    def result(ready: bool, reason: str, message: str = "") -> Readiness:
+        return Readiness(ready, reason, message, desired, ready_n, updated, available)
+
     if spec.get("paused"):
-        return Readiness(False, "DeploymentPaused", f"{name}: paused", **counts)
+        return result(False, "DeploymentPaused", f"{name}: paused")
     generation = (obj.get("metadata") or {}).get("generation", 0)
     if status.get("observedGeneration", 0) < generation:
-        return Readiness(False, "DeploymentNotReady", f"{name}: spec change not observed yet", **counts)
+        return result(False, "DeploymentNotReady", f"{name}: spec change not observed yet")
     if desired == 0:
-        return Readiness(True, "DeploymentReady", **counts)
+        return result(True, "DeploymentReady")
     available_cond = _condition(obj, "Available") or {}
     if updated < desired or available < desired or total != desired or available_cond.get("status") != "True":
         progressing = _condition(obj, "Progressing") or {}
         detail = progressing.get("message") or available_cond.get("message") or ""
-        msg = f"{name}: {available}/{desired} available, {updated}/{desired} updated" + (f" ({detail})" if detail else "")
-        return Readiness(False, "DeploymentNotReady", msg, **counts)
-    return Readiness(True, "DeploymentReady", **counts)
+        msg = f"{name}: {available}/{desired} available, {updated}/{desired} updated" + (
+            f" ({detail})" if detail else ""
+        )
+        return result(False, "DeploymentNotReady", msg)
+    return result(True, "DeploymentReady")
 
 
 # Readiness functions per kind; kinds not listed are ready once they exist.
@@ -88,7 +93,10 @@ class ComponentStatus:
 def component_status(live: list[Obj]) -> ComponentStatus:
     """A component's status from its live objects (the workload decides the replica counts)."""
     results = [object_readiness(o) for o in live]
-    workload = next((r for r, o in zip(results, live, strict=True) if (o.get("apiVersion"), o.get("kind")) in READINESS), None)
+    workload = next(
+        (r for r, o in zip(results, live, strict=True) if (o.get("apiVersion"), o.get("kind")) in READINESS),
+        None,
+    )
     not_ready = [r for r in results if not r.ready]
     return ComponentStatus(
         ready=not not_ready,
@@ -114,8 +122,18 @@ def graph_status(components: dict[str, ComponentStatus]) -> GraphStatus:
     """DGD `state` and `Ready` condition from its components' statuses."""
     not_ready = {n: s for n, s in sorted(components.items()) if not s.ready}
     if not not_ready:
-        cond = {"type": "Ready", "status": "True", "reason": REASON_ALL_READY, "message": "All resources are ready"}
+        cond = {
+            "type": "Ready",
+            "status": "True",
+            "reason": REASON_ALL_READY,
+            "message": "All resources are ready",
+        }
         return GraphStatus(STATE_SUCCESSFUL, [cond])
     detail = "; ".join(f"{n}: {s.reason}" for n, s in not_ready.items())
-    cond = {"type": "Ready", "status": "False", "reason": REASON_SOME_NOT_READY, "message": f"Resources not ready: {detail}"}
+    cond = {
+        "type": "Ready",
+        "status": "False",
+        "reason": REASON_SOME_NOT_READY,
+        "message": f"Resources not ready: {detail}",
+    }
     return GraphStatus(STATE_PENDING, [cond])

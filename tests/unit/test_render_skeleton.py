@@ -47,11 +47,16 @@ def test_deployment_selector_and_pod_labels(rendered: RenderedGraph) -> None:
         "nvidia.com/metrics-enabled": "true",
         "nvidia.com/selector": name,
     }
-    assert dep["spec"]["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    assert dep["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"},
+    }
 
 
 def test_frontend_probes_follow_the_pinned_operator(rendered: RenderedGraph) -> None:
-    main = by_kind(rendered.components["Frontend"].objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    main = by_kind(rendered.components["Frontend"].objects, "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
     assert main["livenessProbe"] == {
         "httpGet": {"path": "/live", "port": "http"},
         "initialDelaySeconds": 15,
@@ -103,7 +108,9 @@ def test_render_is_deterministic(repo: Path) -> None:
 def test_changing_a_worker_changes_its_hash_but_not_replicas(repo: Path) -> None:
     text = (repo / "examples" / "agg.yaml").read_text()
     base = render_graph(load_yaml(text).graphs[0]).worker_hash
-    scaled = render_graph(load_yaml(text.replace("replicas: 1\n      resources", "replicas: 3\n      resources")).graphs[0])
+    scaled = render_graph(
+        load_yaml(text.replace("replicas: 1\n      resources", "replicas: 3\n      resources")).graphs[0]
+    )
     assert scaled.components["VllmWorker"].replicas == 3
     assert scaled.worker_hash == base
     changed = render_graph(load_yaml(text.replace("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B")).graphs[0])
@@ -111,7 +118,11 @@ def test_changing_a_worker_changes_its_hash_but_not_replicas(repo: Path) -> None
 
 
 def test_bad_graph_reports_field_path(repo: Path) -> None:
-    text = (repo / "examples" / "agg.yaml").read_text().replace("replicas: 1\n      resources", "replicas: -1\n      resources")
+    text = (
+        (repo / "examples" / "agg.yaml")
+        .read_text()
+        .replace("replicas: 1\n      resources", "replicas: -1\n      resources")
+    )
     with pytest.raises(DynamoValidationError) as e:
         load_yaml(text)
     assert [str(p) for p in e.value.problems] == ["spec.services.VllmWorker.replicas: must be ≥ 0 (got -1)"]

@@ -1,0 +1,69 @@
+"""Integration fixtures: one local control plane per test session, Pulumi projects in temp folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile.kube import KubeClient
+from tests.conftest import REPO
+from tools import toolchain
+from tools.localcluster import LocalCluster
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/integration/" in str(item.fspath):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def offline_pulumi(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The pinned toolchain on PATH and Pulumi set up to run offline (as tools/env.sh does)."""
+    dirs = [str(d) for d in toolchain.bin_dirs()]
+    os.environ["PATH"] = os.pathsep.join([*dirs, str(REPO / ".venv" / "bin"), os.environ["PATH"]])
+    os.environ["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+    os.environ["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
+    os.environ.setdefault("PULUMI_HOME", str(tmp_path_factory.mktemp("pulumi-home")))
+    os.environ.setdefault("PULUMI_LANGUAGE_HOST_PYTHON", str(REPO / ".venv" / "bin" / "python"))
+    os.environ["PULUMI_CONFIG_PASSPHRASE"] = "integration-tests"
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture()
+def kube(cluster: LocalCluster) -> Iterator[KubeClient]:
+    with KubeClient(kubeconfig.load(str(cluster.kubeconfig))) as client:
+        yield client
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    """A copy of the Pulumi project (program, examples) using the repository's virtualenv."""
+    dest = tmp_path / "project"
+    dest.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, dest / name)
+    shutil.copytree(REPO / "examples", dest / "examples")
+    (dest / "stacks").mkdir()
+    (dest / ".venv").symlink_to(REPO / ".venv")
+    (tmp_path / "state").mkdir()
+    return dest
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"

@@ -1,0 +1,74 @@
+"""The dynamic provider's pure parts: diff, apply order, drift projection, kubeconfig parsing."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider, apply_order
+from dynamo_infra.reconcile.workload import project
+
+DEP = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": "n"}, "spec": {"replicas": 1}}
+SVC = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w", "namespace": "n"}}
+SA = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "n"}}
+
+
+def props(**over: object) -> dict:
+    base = {
+        "kubeconfig": "k",
+        "namespace": "n",
+        "graph": "g",
+        "component": "c",
+        "objects": {"apps/v1/Deployment/n/w": DEP},
+        "replicasExternal": False,
+        "await": {"mode": "wait", "timeoutSeconds": 5},
+    }
+    return {**base, **over}
+
+
+def test_diff_reports_no_change_when_only_outputs_differ() -> None:
+    p = ComponentWorkloadProvider()
+    olds = {**props(), "status": {"ready": True}, "inventory": ["apps/v1/Deployment/n/w"]}
+    assert p.diff("id", olds, props()).changes is False
+
+
+def test_diff_reports_manifest_changes_without_replacing() -> None:
+    p = ComponentWorkloadProvider()
+    scaled = {"apps/v1/Deployment/n/w": {**DEP, "spec": {"replicas": 2}}}
+    d = p.diff("id", props(), props(objects=scaled))
+    assert d.changes is True and d.replaces == []
+
+
+def test_apply_order_puts_dependencies_before_workloads() -> None:
+    objs = {"apps/v1/Deployment/n/w": DEP, "v1/Service/n/w": SVC, "v1/ServiceAccount/n/sa": SA}
+    assert apply_order(objs) == ["v1/ServiceAccount/n/sa", "v1/Service/n/w", "apps/v1/Deployment/n/w"]
+
+
+def test_check_rejects_bad_manifests() -> None:
+    r = ComponentWorkloadProvider().check({}, props(objects={"x": {"kind": "Service"}}, kubeconfig=""))
+    assert sorted(f.property for f in r.failures) == ["kubeconfig", "objects.x"]
+
+
+def test_projection_keeps_only_fields_we_set() -> None:
+    live = {"spec": {"replicas": 3, "revisionHistoryLimit": 10, "template": {"a": [1, 2]}}, "status": {}}
+    desired = {"spec": {"replicas": 1, "template": {"a": [1, 2]}}}
+    assert project(live, desired) == {"spec": {"replicas": 3, "template": {"a": [1, 2]}}}
+
+
+def test_kubeconfig_parses_token_and_ca_and_rejects_missing_context() -> None:
+    ca = base64.b64encode(b"PEM").decode()
+    text = f"""
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{{name: c, context: {{cluster: k, user: u}}}}]
+clusters: [{{name: k, cluster: {{server: "https://127.0.0.1:6443/", certificate-authority-data: {ca}}}}}]
+users: [{{name: u, user: {{token: s3cr3t}}}}]
+"""
+    conn = kubeconfig.parse(text)
+    assert conn.server == "https://127.0.0.1:6443" and conn.ca_pem == b"PEM" and conn.bearer_token() == "s3cr3t"
+    with pytest.raises(kubeconfig.KubeconfigError) as e:
+        kubeconfig.parse(text, context="other")
+    assert "s3cr3t" not in str(e.value)
