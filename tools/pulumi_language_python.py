@@ -603,10 +603,6 @@ def serve(argv: list[str]) -> None:
         ],
     )
     language_pb2_grpc.add_LanguageRuntimeServicer_to_server(host, server)  # type: ignore[arg-type]
-    port = server.add_insecure_port("127.0.0.1:0")
-    server.start()
-    print(port, flush=True)
-
     stopping = threading.Event()
 
     def stop(*_: Any) -> None:
@@ -615,6 +611,9 @@ def serve(argv: list[str]) -> None:
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     parent = os.getppid()
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    print(port, flush=True)
 
     def watchdog() -> None:
         """Stop when our parent (the engine) exits or the engine stops answering health checks."""

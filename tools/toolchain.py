@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -323,8 +324,20 @@ def build_pulumi_kubernetes(g: Group, src: Path, logfile: Path) -> None:
     )
 
 
+LANGUAGE_HOST = Path(__file__).with_name("pulumi_language_python.py")
+
+
+def build_language_host(g: Group, src: Path, logfile: Path) -> None:
+    """Our Python language host (the Go one is not served by the module proxy here)."""
+    from tools import pulumi_language_python
+
+    pulumi_language_python.install(g.bin_dir, sys.executable)
+
+
 def groups() -> list[Group]:
     v = versions()
+    # The language host is versioned by its content: editing it re-installs it.
+    host_version = hashlib.sha256(LANGUAGE_HOST.read_bytes()).hexdigest()[:12]
     return [
         Group(
             "etcd",
@@ -346,6 +359,13 @@ def groups() -> list[Group]:
             ("pulumi", "pulumi-resource-pulumi-python", "pulumi-language-python-exec"),
             None,
             build_pulumi,
+        ),
+        Group(
+            "pulumi-language-python",
+            host_version,
+            ("pulumi-language-python",),
+            None,
+            build_language_host,
         ),
         Group(
             "pulumi-kubernetes",
@@ -408,7 +428,7 @@ def ensure(only: list[str] | None = None) -> dict[str, Path]:
             logs.mkdir(parents=True, exist_ok=True)
             logfile = logs / f"{g.name}-{g.version}.log"
             src = cache_root() / "src" / f"{g.name}-{g.version}"
-            log(f"{g.name} v{g.version}: building from Go modules (log: {logfile})")
+            log(f"{g.name} v{g.version}: building (log: {logfile})")
             t0 = time.monotonic()
             if g.folder.exists():
                 shutil.rmtree(g.folder)
