@@ -52,6 +52,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def port_is_free(port: int) -> bool:
+    """Whether a listener can bind it (with SO_REUSEADDR, as Go's listeners do)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 class ClusterError(RuntimeError):
     """The local control plane failed to start; the message points at the component's log."""
 
@@ -107,6 +118,18 @@ class LocalCluster:
         token = token_file.read_text().strip()
         (pki / "tokens.csv").write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
         return token, sa_key, sa_pub
+
+    def _ports(self) -> dict[str, int]:
+        """The ports of the previous start when all are still free (so the kubeconfig stays the same)."""
+        saved = self.root / "ports.json"
+        names = ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")
+        with contextlib.suppress(OSError, ValueError):
+            previous = {k: int(v) for k, v in json.loads(saved.read_text()).items()}
+            if set(previous) == set(names) and all(port_is_free(p) for p in previous.values()):
+                return previous
+        ports = {n: free_port() for n in names}
+        saved.write_text(json.dumps(ports))
+        return ports
 
     def _spawn(self, name: str, args: list[str]) -> None:
         logs = self.root / "logs"
@@ -164,7 +187,7 @@ class LocalCluster:
         bins = {p.name: p for d in toolchain.bin_dirs() for p in d.iterdir()}
         token, sa_key, sa_pub = self._keys()
         pki = self.root / "pki"
-        self.ports = {n: free_port() for n in ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")}
+        self.ports = self._ports()
         etcd_url = f"http://127.0.0.1:{self.ports['etcd']}"
         self._spawn(
             "etcd",
