@@ -1,4 +1,4 @@
-"""Types shared by both API versions, with the CRDs' enums and patterns."""
+"""Types shared by both API versions, with the CRDs' enums, patterns, minimums and defaults."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from dynamo_infra.api.base import DynamoModel, KubeObject
+from dynamo_infra.api.base import ApiModel, KubeObject
 
 GROUP = "nvidia.com"
+# The container of a pod template that runs the Dynamo runtime.
+MAIN_CONTAINER = "main"
 
 BackendFramework = Literal["sglang", "vllm", "trtllm"]
 
@@ -16,53 +18,175 @@ BackendFramework = Literal["sglang", "vllm", "trtllm"]
 QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
-Quantity = Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)] | int
+QuantityString = Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)]
+Quantity = QuantityString | int
 # DNS-label-like topology domain names.
 DOMAIN_PATTERN = r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$"
+Domain = Annotated[str, StringConstraints(pattern=DOMAIN_PATTERN)]
+# Container names (DNS labels).
+DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+DnsLabel = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, min_length=1, max_length=63)]
 RuntimeVersion = Annotated[
     str, StringConstraints(pattern=r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
 ]
+NonEmpty = Annotated[str, StringConstraints(min_length=1)]
+Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
+NonNegInt32 = Annotated[int, Field(ge=0, le=2**31 - 1)]
+PosInt32 = Annotated[int, Field(ge=1, le=2**31 - 1)]
+LABEL_KEY_PATTERN = (
+    r"^(([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$"
+)
+# Longest label-key prefix (a DNS subdomain) the CRD allows.
+LABEL_KEY_PREFIX_MAX = 253
+
+ComponentKind = Literal["PodClique", "PodCliqueScalingGroup", "Deployment", "LeaderWorkerSet"]
+DGDState = Literal["initializing", "pending", "successful", "failed"]
 
 
-class TopologyConstraint(DynamoModel):
-    pack_domain: Annotated[str, Field(pattern=DOMAIN_PATTERN)] | None = None
-    topology_profile: str | None = None
-    cluster_topology_name: str | None = None
+class TopologyConstraint(ApiModel):
+    """Component-level topology packing (`packDomain` is required)."""
+
+    pack_domain: Domain
 
 
-class RestartStrategy(DynamoModel):
+class RestartStrategy(ApiModel):
     type: Literal["Sequential", "Parallel"] = "Sequential"
     order: list[str] | None = None
 
 
-class Restart(DynamoModel):
-    id: str | None = None
+class Restart(ApiModel):
+    """Request a rolling restart by changing `id` (must be unset when the graph is created)."""
+
+    id: NonEmpty
     strategy: RestartStrategy | None = None
 
 
-class ModelReference(DynamoModel):
-    name: str
-    revision: str | None = None
+class ConfigMapKeyRef(ApiModel):
+    key: str
+    name: str = ""  # CRD default: the empty name
+    optional: bool | None = None
 
 
-class EPPConfig(DynamoModel):
+class EPPConfig(ApiModel):
+    """Endpoint picker configuration: inline `config` (preserved as written) or a ConfigMap key."""
+
     config: KubeObject | None = None
-    config_map_ref: KubeObject | None = None
+    config_map_ref: ConfigMapKeyRef | None = None
 
 
-class KVTransferPolicy(DynamoModel):
-    label_key: str | None = None
-    cluster_topology_name: str | None = None
-    domain: Annotated[str, Field(pattern=DOMAIN_PATTERN)] | None = None
+class KVTransferPolicy(ApiModel):
+    label_key: (
+        Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN, min_length=1, max_length=317)] | None
+    ) = None
+    cluster_topology_name: NonEmpty | None = None
+    domain: Domain
     enforcement: Literal["required", "preferred"] = "required"
     preferred_weight: Annotated[float, Field(ge=0, le=1)] | None = None
 
     @model_validator(mode="after")
-    def _exactly_one_source(self) -> KVTransferPolicy:
+    def _rules(self) -> KVTransferPolicy:
         if (self.label_key is None) == (self.cluster_topology_name is None):
             raise ValueError("exactly one of labelKey or clusterTopologyName is required")
+        # `enforcement` is defaulted by the API server before these rules run.
+        if self.enforcement == "preferred" and self.preferred_weight is None:
+            raise ValueError("preferredWeight is required when enforcement is preferred")
+        if self.preferred_weight is not None and self.enforcement != "preferred":
+            raise ValueError("preferredWeight may only be set when enforcement is preferred")
+        if self.label_key and "/" in self.label_key and len(self.label_key.split("/")[0]) > LABEL_KEY_PREFIX_MAX:
+            raise ValueError("labelKey prefix must be 253 characters or less")
         return self
 
 
-class DGDExperimental(DynamoModel):
+class DGDExperimental(ApiModel):
     kv_transfer_policy: KVTransferPolicy | None = None
+
+
+class CheckpointIdentity(ApiModel):
+    """What a checkpoint captures (deprecated as an explicit input)."""
+
+    model: str
+    backend_framework: Literal["vllm", "sglang", "trtllm"]
+    dynamo_version: str | None = None
+    tensor_parallel_size: PosInt32 = 1
+    pipeline_parallel_size: PosInt32 = 1
+    dtype: str | None = None
+    max_model_len: PosInt32 | None = None
+    extra_parameters: dict[str, str] | None = None
+
+
+class CheckpointJob(ApiModel):
+    """Overrides of the checkpoint Job a graph component creates."""
+
+    pod_template: KubeObject | None = None
+    gms_client_containers: list[DnsLabel] | None = None
+
+
+class CheckpointBase(ApiModel):
+    """Checkpoint/restore of a component (fields common to both versions)."""
+
+    mode: Literal["Auto", "Manual"] | None = None
+    checkpoint_ref: str | None = None
+    identity: CheckpointIdentity | None = None
+    job: CheckpointJob | None = None
+    deletion_policy: Literal["Delete", "Retain"] = "Delete"
+    startup_policy: Literal["Immediate", "WaitForCheckpoint"] = "Immediate"
+    target_container_name: DnsLabel = MAIN_CONTAINER
+
+    @model_validator(mode="after")
+    def _job_or_ref(self) -> CheckpointBase:
+        if self.job is not None and self.checkpoint_ref:
+            raise ValueError("checkpoint.job cannot be set when checkpointRef is specified")
+        return self
+
+
+class ExtraClientPod(ApiModel):
+    name: DnsLabel
+    pod_template: KubeObject
+
+
+class GMSBase(ApiModel):
+    """GPU memory service settings common to both versions (modes differ in case)."""
+
+    device_class_name: str = "gpu.nvidia.com"  # CRD default DRA DeviceClass
+    extra_client_containers: list[DnsLabel] | None = None
+    extra_client_pods: list[ExtraClientPod] | None = None
+
+    def _check_clients(self, intra: str, inter: str, mode: str) -> None:
+        if self.extra_client_containers and mode != intra:
+            raise ValueError(f"extraClientContainers is only supported with mode={intra}")
+        if self.extra_client_pods and mode != inter:
+            raise ValueError(f"extraClientPods is only supported with mode={inter}")
+        if self.extra_client_pods:
+            raise ValueError("extraClientPods is reserved for inter-pod GMS and is not implemented yet")
+
+
+class ReplicaStatus(ApiModel):
+    """Per-component replica counts in DGD/DCD status."""
+
+    component_kind: ComponentKind
+    component_names: list[str] | None = None
+    replicas: NonNegInt32
+    updated_replicas: NonNegInt32
+    ready_replicas: NonNegInt32 | None = None
+    available_replicas: NonNegInt32 | None = None
+    scheduled_replicas: NonNegInt32 | None = None
+    runtime_namespace: str | None = None
+
+
+class CheckpointStatus(ApiModel):
+    checkpoint_name: str | None = None
+    checkpoint_id: str | None = Field(default=None, alias="checkpointID")
+    identity_hash: str | None = None
+    ready: bool | None = None
+
+
+class PlacementStatus(ApiModel):
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    state: Literal["Reported", "Partial", "Unsupported", "Unknown"] | None = None
+
+
+class RestartStatus(ApiModel):
+    observed_id: str | None = Field(default=None, alias="observedID")
+    phase: str | None = None
+    in_progress: list[str] | None = None

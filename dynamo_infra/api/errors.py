@@ -18,6 +18,10 @@ class Problem:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+class DynamoWarning(UserWarning):
+    """Something tolerated in lenient mode (e.g. an unknown field dropped from the typed model)."""
+
+
 class DynamoValidationError(ValueError):
     """Invalid Dynamo input. `problems` lists every problem found, not only the first."""
 

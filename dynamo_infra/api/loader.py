@@ -1,4 +1,4 @@
-"""Load Dynamo custom resources from YAML (files may hold other Kubernetes documents too)."""
+"""Load Dynamo custom resources from YAML (files may hold other Kubernetes documents too) and dump them."""
 
 from __future__ import annotations
 
@@ -9,44 +9,103 @@ from typing import Any
 import yaml
 
 from dynamo_infra.api import conversion, v1alpha1, v1beta1
-from dynamo_infra.api.errors import DynamoValidationError, Problem
+from dynamo_infra.api.base import Resource
+from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path
 
 AnyDGD = v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment
 
-_MODELS: dict[tuple[str, str], type[v1alpha1.DynamoGraphDeployment] | type[v1beta1.DynamoGraphDeployment]] = {
-    (v1alpha1.API_VERSION, "DynamoGraphDeployment"): v1alpha1.DynamoGraphDeployment,
-    (v1beta1.API_VERSION, "DynamoGraphDeployment"): v1beta1.DynamoGraphDeployment,
+# Every Dynamo kind and version we model, by (apiVersion, kind).
+KINDS: dict[tuple[str, str], type[Resource]] = {
+    (m.API_VERSION, m.KIND): m
+    for m in (
+        v1alpha1.DynamoGraphDeployment,
+        v1alpha1.DynamoComponentDeployment,
+        v1alpha1.DynamoCheckpoint,
+        v1alpha1.DynamoGraphDeploymentScalingAdapter,
+        v1alpha1.DynamoModel,
+        v1alpha1.DynamoGraphDeploymentRequest,
+        v1beta1.DynamoGraphDeployment,
+        v1beta1.DynamoComponentDeployment,
+        v1beta1.DynamoGraphDeploymentScalingAdapter,
+        v1beta1.DynamoGraphDeploymentRequest,
+    )
 }
+# Largest YAML input accepted (bytes): real graphs are a few kB; this stops runaway inputs early.
+MAX_YAML_BYTES = 8 * 1024 * 1024
+_DYNAMO_GROUP = "nvidia.com/"
 
 
 @dataclass
 class Loaded:
-    """The Dynamo documents of a YAML stream, and every other document kept as it was."""
+    """The documents of a YAML stream: Dynamo resources (typed) and every other document as it was."""
 
-    graphs: list[AnyDGD] = field(default_factory=list)
+    documents: list[Resource] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def graphs(self) -> list[AnyDGD]:
+        """The DynamoGraphDeployments, in file order."""
+        return [d for d in self.documents if isinstance(d, AnyDGD)]
 
-def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
-    """Parse a path or YAML text. Errors carry the file name and `documents[i]` when multi-document."""
-    if isinstance(source, Path) or (isinstance(source, str) and "\n" not in source and source.endswith((".yaml", ".yml"))):
-        path = Path(source)
-        name = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as e:
-            raise DynamoValidationError([Problem("", f"cannot read file: {e.strerror}")], name) from None
-    else:
-        name, text = "<yaml>", str(source)
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """Safe YAML loading that rejects duplicate keys (as the API server's strict decoding does)."""
+
+
+def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    out: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in out:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (line {mark.line + 1}, column {mark.column + 1})", mark
+            )
+        out[key] = loader.construct_object(value_node, deep=True)
+    return out
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+
+
+def _read(source: str | Path) -> tuple[str, str]:
+    is_path = isinstance(source, Path) or ("\n" not in source and source.endswith((".yaml", ".yml")))
+    if not is_path:
+        return "<yaml>", str(source)
+    path = Path(source)
+    name = str(path)
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        size = path.stat().st_size
+        if size > MAX_YAML_BYTES:
+            raise DynamoValidationError([Problem("", f"file is too large ({size} bytes; at most {MAX_YAML_BYTES})")], name)
+        return name, path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DynamoValidationError([Problem("", f"cannot read file: {e.strerror}")], name) from None
+    except UnicodeDecodeError as e:
+        raise DynamoValidationError([Problem("", f"not UTF-8 text: {e.reason} at byte {e.start}")], name) from None
+
+
+def parse_documents(text: str, name: str = "<yaml>") -> list[Any]:
+    """The non-empty YAML documents of `text`; syntax errors name line and column."""
+    if len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
+        raise DynamoValidationError([Problem("", f"input is too large (at most {MAX_YAML_BYTES} bytes)")], name)
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_StrictLoader) if d is not None]
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(e, "problem", None) or str(e)
         raise DynamoValidationError([Problem("", f"invalid YAML: {where}{problem}")], name) from None
+    except RecursionError:
+        raise DynamoValidationError([Problem("", "invalid YAML: nested too deeply")], name) from None
     if not docs:
         raise DynamoValidationError([Problem("", "no YAML documents found")], name)
+    return docs
+
+
+def load_documents(docs: list[Any], *, lenient: bool = False, name: str | None = None) -> Loaded:
+    """Type every Dynamo document of `docs`; keep the others. Problems are collected across documents."""
     out = Loaded()
     problems: list[Problem] = []
     for i, doc in enumerate(docs):
@@ -54,17 +113,40 @@ def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
         if not isinstance(doc, dict):
             problems.append(Problem(prefix, f"must be a mapping (got {type(doc).__name__})"))
             continue
-        model = _MODELS.get((str(doc.get("apiVersion")), str(doc.get("kind"))))
+        api_version, kind = str(doc.get("apiVersion")), str(doc.get("kind"))
+        model = KINDS.get((api_version, kind))
         if model is None:
-            out.others.append(doc)
+            if api_version.startswith(_DYNAMO_GROUP) and kind.startswith("Dynamo"):
+                known = sorted(v for v, k in KINDS if k == kind)
+                hint = f"; known versions: {', '.join(known)}" if known else ""
+                problems.append(Problem(join_path(prefix, "apiVersion"), f"unsupported {kind} version {api_version!r}{hint}"))
+            else:
+                out.others.append(doc)
             continue
         try:
-            out.graphs.append(model.parse(doc, lenient=lenient))
+            out.documents.append(model.parse(doc, lenient=lenient))
         except DynamoValidationError as e:
             problems.extend(e.with_prefix(prefix).problems)
     if problems:
         raise DynamoValidationError(problems, name)
     return out
+
+
+def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
+    """Parse a path or YAML text. Errors carry the file name and `documents[i]` when multi-document."""
+    name, text = _read(source)
+    return load_documents(parse_documents(text, name), lenient=lenient, name=name)
+
+
+def dump_yaml(manifests: list[dict[str, Any]]) -> str:
+    """Manifests as a multi-document YAML stream (block style, key order kept)."""
+    return "---\n".join(yaml.safe_dump(m, sort_keys=False, default_flow_style=False, allow_unicode=True) for m in manifests)
+
+
+def to_yaml(resources: list[Resource] | Resource) -> str:
+    """Resources as `kubectl apply -f` accepts them."""
+    items = resources if isinstance(resources, list) else [resources]
+    return dump_yaml([r.to_manifest() for r in items])
 
 
 def to_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:

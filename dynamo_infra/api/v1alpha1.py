@@ -1,61 +1,110 @@
-"""nvidia.com/v1alpha1 DynamoGraphDeployment: `spec.services` keyed by component name."""
+"""nvidia.com/v1alpha1: DynamoGraphDeployment (`spec.services` keyed by name), DynamoComponentDeployment,
+DynamoCheckpoint, DynamoGraphDeploymentScalingAdapter, DynamoModel and the deprecated
+DynamoGraphDeploymentRequest.
+
+Kubernetes sub-objects (`extraPodSpec`, probes, `envs`, ...) are plain dicts checked against the
+CRD's own OpenAPI schema (see `dynamo_infra.api.kube`).
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from dynamo_infra.api.base import DynamoModel, KubeObject, ObjectMeta
+from dynamo_infra.api.base import ApiModel, KubeObject, Resource
 from dynamo_infra.api.common import (
     BackendFramework,
+    CheckpointBase,
+    CheckpointIdentity,
+    CheckpointStatus,
     DGDExperimental,
+    DGDState,
+    Domain,
     EPPConfig,
-    ModelReference,
+    GMSBase,
+    NonEmpty,
+    NonNegInt32,
+    PlacementStatus,
+    PosInt32,
     Quantity,
+    QuantityString,
+    ReplicaStatus,
     Restart,
+    RestartStatus,
     RuntimeVersion,
     TopologyConstraint,
 )
 
 API_VERSION = "nvidia.com/v1alpha1"
+GMSMode = Literal["intraPod", "interPod"]
+# Default GPU memory service / failover mode in v1alpha1 spelling.
+DEFAULT_GMS_MODE: GMSMode = "intraPod"
+# Fewest nodes a multinode component may span.
+MIN_NODE_COUNT = 2
+# Most PVCs a graph may declare.
+MAX_PVCS = 100
 
 
-class ResourceItem(DynamoModel):
-    cpu: str | None = None
-    memory: str | None = None
-    gpu: str | None = None
+class ResourceItem(ApiModel):
+    """Dynamo's resource shorthand. Values must parse as quantities (the operator drops bad ones silently)."""
+
+    cpu: QuantityString | None = None
+    memory: QuantityString | None = None
+    gpu: QuantityString | None = None
     gpu_type: str | None = None
-    custom: dict[str, str] | None = None
+    custom: dict[str, QuantityString] | None = None
 
 
-class ResourceClaim(DynamoModel):
+class ResourceClaim(ApiModel):
     name: str
     request: str | None = None
 
 
-class Resources(DynamoModel):
-    """Dynamo's resource shorthand: `gpu` becomes `nvidia.com/gpu` (or `gpuType`) on the container."""
+class Resources(ApiModel):
+    """`gpu` becomes `nvidia.com/gpu` (or `gpuType`) on the main container."""
 
     requests: ResourceItem | None = None
     limits: ResourceItem | None = None
     claims: list[ResourceClaim] | None = None
 
 
-class Multinode(DynamoModel):
-    node_count: Annotated[int, Field(ge=2)] = 2
+class Multinode(ApiModel):
+    node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
 
 
-class SharedMemory(DynamoModel):
+def quantity_is_positive(q: str | int) -> bool:
+    """Whether a quantity is > 0 (CEL `quantity(q).isGreaterThan(quantity('0'))`)."""
+    if isinstance(q, int):
+        return q > 0
+    m = re.match(r"^([+-])?([0-9]*\.?[0-9]*)", q)
+    if not m or m.group(1) == "-":
+        return False
+    try:
+        return float(m.group(2) or "0") > 0
+    except ValueError:
+        return False
+
+
+class SharedMemory(ApiModel):
+    """/dev/shm size; `disabled: true` removes it."""
+
     disabled: bool | None = None
     size: Quantity | None = None
 
+    @model_validator(mode="after")
+    def _size_when_enabled(self) -> SharedMemory:
+        if not self.disabled and (self.size is None or not quantity_is_positive(self.size)):
+            raise ValueError("size is required when disabled is false")
+        return self
 
-class ScalingAdapter(DynamoModel):
+
+class ScalingAdapter(ApiModel):
     enabled: bool = False
 
 
-class Autoscaling(DynamoModel):
+class Autoscaling(ApiModel):
     """Deprecated HPA settings: accepted, ignored by the operator at the pin."""
 
     enabled: bool | None = None
@@ -65,11 +114,11 @@ class Autoscaling(DynamoModel):
     metrics: list[KubeObject] | None = None
 
 
-class IngressTLS(DynamoModel):
+class IngressTLS(ApiModel):
     secret_name: str | None = None
 
 
-class Ingress(DynamoModel):
+class Ingress(ApiModel):
     enabled: bool | None = None
     host: str | None = None
     host_prefix: str | None = None
@@ -82,13 +131,13 @@ class Ingress(DynamoModel):
     virtual_service_gateway: str | None = None
 
 
-class VolumeMount(DynamoModel):
+class VolumeMount(ApiModel):
     name: str
     mount_point: str | None = None
-    use_as_compilation_cache: bool | None = None
+    use_as_compilation_cache: bool = False
 
 
-class PVC(DynamoModel):
+class PVC(ApiModel):
     """`spec.pvcs[]`: a claim the graph uses, created when `create` is true."""
 
     name: str
@@ -99,58 +148,44 @@ class PVC(DynamoModel):
 
     @model_validator(mode="after")
     def _create_needs_details(self) -> PVC:
-        if self.create:
-            missing = [
-                f for f, v in (("storageClass", self.storage_class), ("size", self.size), ("volumeAccessMode", self.volume_access_mode)) if not v
-            ]
-            if missing:
-                raise ValueError(f"create: true requires {', '.join(missing)}")
+        if self.create and (self.size is None or self.storage_class is None or self.volume_access_mode is None):
+            raise ValueError("When create is true, size, storageClass, and volumeAccessMode are required")
         return self
 
 
-class FrontendSidecar(DynamoModel):
-    image: str | None = None
+class FrontendSidecar(ApiModel):
+    image: str
     args: list[str] | None = None
     env_from_secret: str | None = None
     envs: list[KubeObject] | None = None
 
 
-class GPUMemoryService(DynamoModel):
-    enabled: bool | None = None
-    mode: Literal["intraPod", "interPod"] = "intraPod"
-    device_class_name: str = "gpu.nvidia.com"
-    extra_client_containers: list[str] | None = None
-    extra_client_pods: list[KubeObject] | None = None
+class GPUMemoryService(GMSBase):
+    enabled: bool
+    mode: GMSMode = DEFAULT_GMS_MODE
+
+    @model_validator(mode="after")
+    def _clients_match_mode(self) -> GPUMemoryService:
+        self._check_clients("intraPod", "interPod", self.mode)
+        return self
 
 
-class Failover(DynamoModel):
-    enabled: bool | None = None
-    mode: Literal["intraPod", "interPod"] = "intraPod"
-    num_shadows: Annotated[int, Field(ge=1)] = 1
+class Failover(ApiModel):
+    enabled: bool
+    mode: GMSMode = DEFAULT_GMS_MODE
+    num_shadows: PosInt32 = 1
 
 
-class CheckpointSpec(DynamoModel):
+class Checkpoint(CheckpointBase):
     enabled: bool = False
-    mode: Literal["Auto", "Manual"] | None = None
-    checkpoint_ref: str | None = None
-    identity: KubeObject | None = None
-    job: KubeObject | None = None
-    deletion_policy: Literal["Delete", "Retain"] = "Delete"
-    startup_policy: Literal["Immediate", "WaitForCheckpoint"] = "Immediate"
-    target_container_name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")] = "main"
 
 
-class ExtraPodSpec(DynamoModel):
-    """A Kubernetes PodSpec plus `mainContainer`; the PodSpec part is validated by the CRD schema."""
-
-    model_config = DynamoModel.model_config | {"extra": "allow"}
-    main_container: KubeObject | None = None
-
-    def pod_spec(self) -> KubeObject:
-        return dict(self.model_extra or {})
+class ExtraPodMetadata(ApiModel):
+    annotations: dict[str, str] | None = None
+    labels: dict[str, str] | None = None
 
 
-class ComponentSpec(DynamoModel):
+class ComponentSpec(ApiModel):
     """One entry of `spec.services` (the operator's DynamoComponentDeploymentSharedSpec)."""
 
     annotations: dict[str, str] | None = None
@@ -160,16 +195,17 @@ class ComponentSpec(DynamoModel):
     sub_component_type: str | None = None
     dynamo_namespace: str | None = None
     global_dynamo_namespace: bool | None = None
-    replicas: Annotated[int, Field(ge=0)] | None = None
-    min_available: Annotated[int, Field(ge=1)] | None = None
+    replicas: NonNegInt32 | None = None
+    min_available: PosInt32 | None = None
     resources: Resources | None = None
     envs: list[KubeObject] | None = None
     env_from_secret: str | None = None
     volume_mounts: list[VolumeMount] | None = None
     liveness_probe: KubeObject | None = None
     readiness_probe: KubeObject | None = None
-    extra_pod_metadata: KubeObject | None = None
-    extra_pod_spec: ExtraPodSpec | None = None
+    extra_pod_metadata: ExtraPodMetadata | None = None
+    # A Kubernetes PodSpec plus `mainContainer` (a Container), validated by the CRD schema.
+    extra_pod_spec: KubeObject | None = None
     multinode: Multinode | None = None
     shared_memory: SharedMemory | None = None
     scaling_adapter: ScalingAdapter | None = None
@@ -180,37 +216,254 @@ class ComponentSpec(DynamoModel):
     frontend_sidecar: FrontendSidecar | None = None
     gpu_memory_service: GPUMemoryService | None = None
     failover: Failover | None = None
-    checkpoint: CheckpointSpec | None = None
+    checkpoint: Checkpoint | None = None
     topology_constraint: TopologyConstraint | None = None
     runtime_version_override: RuntimeVersion | None = None
 
     @model_validator(mode="after")
     def _min_available(self) -> ComponentSpec:
-        if self.min_available is not None and self.replicas != 0 and self.min_available > (self.replicas if self.replicas is not None else 1):
-            raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
+        check_min_available(self.min_available, self.replicas)
         return self
 
 
-class DynamoGraphDeploymentSpec(DynamoModel):
+class ModelReference(ApiModel):
+    name: str
+    revision: str | None = None
+
+
+def check_min_available(min_available: int | None, replicas: int | None) -> None:
+    """CRD rule: minAvailable ≤ replicas (default 1) unless replicas is 0."""
+    if min_available is not None and replicas != 0 and min_available > (replicas if replicas is not None else 1):
+        raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
+
+
+class GraphTopologyConstraint(ApiModel):
+    """Graph-level topology: the ClusterTopology to use (`topologyProfile`) and a default pack domain."""
+
+    topology_profile: NonEmpty
+    pack_domain: Domain | None = None
+
+
+class DynamoGraphDeploymentSpec(ApiModel):
     services: dict[str, ComponentSpec] | None = None
     envs: list[KubeObject] | None = None
     backend_framework: BackendFramework | None = None
-    pvcs: list[PVC] | None = None
+    pvcs: Annotated[list[PVC], Field(max_length=MAX_PVCS)] | None = None
     annotations: dict[str, str] | None = None
     labels: dict[str, str] | None = None
     priority_class_name: str | None = None
     restart: Restart | None = None
-    topology_constraint: TopologyConstraint | None = None
+    topology_constraint: GraphTopologyConstraint | None = None
     experimental: DGDExperimental | None = None
 
 
-class DynamoGraphDeployment(DynamoModel):
+class ServiceReplicaStatus(ReplicaStatus):
+    component_name: str
+
+
+class RollingUpdateStatus(ApiModel):
+    phase: Literal["Pending", "InProgress", "Completed", "Failed", ""] | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    updated_services: list[str] | None = None
+
+
+class DynamoGraphDeploymentStatus(ApiModel):
+    state: DGDState = "initializing"
+    observed_generation: int | None = None
+    conditions: list[KubeObject] | None = None
+    services: dict[str, ServiceReplicaStatus] | None = None
+    checkpoints: dict[str, CheckpointStatus] | None = None
+    placement: PlacementStatus | None = None
+    restart: RestartStatus | None = None
+    rolling_update: RollingUpdateStatus | None = None
+
+
+class DynamoGraphDeployment(Resource):
+    """A Dynamo inference graph (v1alpha1, deprecated in favour of v1beta1; still the storage version)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeployment"
+
     api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
-    metadata: ObjectMeta
     spec: DynamoGraphDeploymentSpec
-    status: Any = Field(default=None, exclude=True)
+    status: DynamoGraphDeploymentStatus | None = None
 
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+
+class DynamoComponentDeploymentSpec(ComponentSpec):
+    backend_framework: BackendFramework | None = None
+
+
+class DynamoComponentDeploymentStatus(ApiModel):
+    conditions: list[KubeObject]
+    observed_generation: int | None = None
+    pod_selector: dict[str, str] | None = None
+    service: ServiceReplicaStatus | None = None
+
+
+class DynamoComponentDeployment(Resource):
+    """One component of a graph, as the operator generates it (v1alpha1)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoComponentDeployment"
+
+    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
+    spec: DynamoComponentDeploymentSpec
+    status: DynamoComponentDeploymentStatus | None = None
+
+
+class CheckpointJobSpec(ApiModel):
+    """The Job that creates a checkpoint."""
+
+    pod_template_spec: KubeObject
+    active_deadline_seconds: Annotated[int, Field(ge=1)] = 3600  # CRD default: one hour
+    backoff_limit: NonNegInt32 | None = None
+    ttl_seconds_after_finished: NonNegInt32 | None = None
+    target_container_name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")] = "main"
+    shared_memory: SharedMemory | None = None
+
+
+class DynamoCheckpointSpec(ApiModel):
+    identity: CheckpointIdentity
+    job: CheckpointJobSpec
+    gpu_memory_service: GPUMemoryService | None = None
+
+
+class DynamoCheckpointStatus(ApiModel):
+    phase: Literal["Pending", "Creating", "Ready", "Failed"] | None = None
+    checkpoint_id: str | None = Field(default=None, alias="checkpointID")
+    identity_hash: str | None = None
+    job_name: str | None = None
+    pod_snapshot_name: str | None = None
+    location: str | None = None
+    storage_type: Literal["pvc", "s3", "oci"] | None = None
+    created_at: str | None = None
+    message: str | None = None
+    conditions: list[KubeObject] | None = None
+
+
+class DynamoCheckpoint(Resource):
+    """A reusable checkpoint of a worker's initialized state (short name `dckpt`)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoCheckpoint"
+
+    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    kind: Literal["DynamoCheckpoint"] = "DynamoCheckpoint"
+    spec: DynamoCheckpointSpec
+    status: DynamoCheckpointStatus | None = None
+
+
+class DGDRef(ApiModel):
+    name: NonEmpty
+    service_name: NonEmpty
+
+
+class ScalingAdapterSpec(ApiModel):
+    replicas: NonNegInt32
+    dgd_ref: DGDRef
+
+
+class ScalingAdapterStatus(ApiModel):
+    replicas: int | None = None
+    selector: str | None = None
+    last_scale_time: str | None = None
+
+
+class DynamoGraphDeploymentScalingAdapter(Resource):
+    """The scale subresource of one graph component (v1alpha1 is its storage version)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
+
+    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
+    spec: ScalingAdapterSpec
+    status: ScalingAdapterStatus | None = None
+
+
+class ModelSource(ApiModel):
+    uri: str
+
+
+class DynamoModelSpec(ApiModel):
+    model_name: str
+    base_model_name: str
+    model_type: Literal["base", "lora", "adapter"] = "base"
+    source: ModelSource | None = None
+
+
+class ModelEndpoint(ApiModel):
+    address: str
+    ready: bool
+    pod_name: str | None = None
+    lora_fallback_covered: bool | None = None
+
+
+class DynamoModelStatus(ApiModel):
+    ready_endpoints: int
+    total_endpoints: int
+    lora_fallback_covered_endpoints: int | None = None
+    endpoints: list[ModelEndpoint] | None = None
+    conditions: list[KubeObject] | None = None
+
+
+class DynamoModel(Resource):
+    """A model (base or LoRA adapter) served by a graph's workers."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoModel"
+
+    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    kind: Literal["DynamoModel"] = "DynamoModel"
+    spec: DynamoModelSpec
+    status: DynamoModelStatus | None = None
+
+
+class ProfilingConfigMapRef(ApiModel):
+    name: str
+    key: str = "disagg.yaml"  # CRD default key of the profiler config
+
+
+class ProfilingConfig(ApiModel):
+    profiler_image: str
+    config: KubeObject | None = None
+    config_map_ref: ProfilingConfigMapRef | None = None
+    output_pvc: str | None = Field(default=None, alias="outputPVC")
+    node_selector: dict[str, str] | None = None
+    resources: KubeObject | None = None
+    tolerations: list[KubeObject] | None = None
+
+
+class DeploymentOverrides(ApiModel):
+    name: str | None = None
+    namespace: str | None = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    workers_image: str | None = None
+
+
+class DynamoGraphDeploymentRequestSpec(ApiModel):
+    model: str
+    backend: Literal["auto", "vllm", "sglang", "trtllm"]
+    profiling_config: ProfilingConfig
+    auto_apply: bool = False
+    use_mocker: bool = False
+    enable_gpu_discovery: bool = True  # CRD default
+    deployment_overrides: DeploymentOverrides | None = None
+    runtime_version_override: RuntimeVersion | None = None
+
+
+class DynamoGraphDeploymentRequest(Resource):
+    """Deprecated v1alpha1 profiling request (still served; stored as v1beta1)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
+
+    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
+    spec: DynamoGraphDeploymentRequestSpec
+    # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
+    status: KubeObject | None = None

@@ -1,22 +1,37 @@
-"""nvidia.com/v1beta1 DynamoGraphDeployment: `spec.components` list with pod templates (the hub version)."""
+"""nvidia.com/v1beta1 (the hub version we render from): DynamoGraphDeployment (`spec.components` list
+with pod templates), DynamoComponentDeployment, DynamoGraphDeploymentScalingAdapter and
+DynamoGraphDeploymentRequest."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
-from dynamo_infra.api.base import DynamoModel, KubeObject, ObjectMeta
+from dynamo_infra.api.base import ApiModel, KubeObject, Resource
 from dynamo_infra.api.common import (
+    MAIN_CONTAINER,
     BackendFramework,
+    CheckpointBase,
+    CheckpointStatus,
     DGDExperimental,
+    DGDState,
+    Domain,
     EPPConfig,
-    ModelReference,
+    GMSBase,
+    Int32,
+    NonEmpty,
+    NonNegInt32,
+    PlacementStatus,
+    PosInt32,
     Quantity,
+    ReplicaStatus,
     Restart,
+    RestartStatus,
     RuntimeVersion,
     TopologyConstraint,
 )
+from dynamo_infra.api.v1alpha1 import MIN_NODE_COUNT, check_min_available
 
 API_VERSION = "nvidia.com/v1beta1"
 
@@ -24,65 +39,53 @@ ComponentType = Literal["frontend", "worker", "prefill", "decode", "planner", "e
 # Component types whose DCD names carry the worker hash and that count as workers.
 WORKER_TYPES: frozenset[str] = frozenset({"worker", "prefill", "decode"})
 NAME_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$"
+# Most components a graph may have.
+MAX_COMPONENTS = 25
+GMSMode = Literal["IntraPod", "InterPod"]
+DEFAULT_GMS_MODE: GMSMode = "IntraPod"
+# Pod annotation choosing vLLM's multinode executor; the CRD allows only these values (any case).
+VLLM_BACKEND_ANNOTATION = "nvidia.com/vllm-distributed-executor-backend"
 
 
-class Multinode(DynamoModel):
-    node_count: Annotated[int, Field(ge=2)] = 2
+class Multinode(ApiModel):
+    node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
 
 
-class ScalingAdapter(DynamoModel):
+class ScalingAdapter(ApiModel):
     """Presence (even `{}`) hands the component's replicas to a DynamoGraphDeploymentScalingAdapter."""
 
 
-class CompilationCache(DynamoModel):
-    pvc_name: str
+class CompilationCache(ApiModel):
+    pvc_name: NonEmpty
     mount_path: str | None = None
 
 
-class Checkpoint(DynamoModel):
+class Checkpoint(CheckpointBase):
     enabled: bool
-    mode: Literal["Auto", "Manual"] | None = None
-    checkpoint_ref: str | None = None
-    identity: KubeObject | None = None
-    job: KubeObject | None = None
-    deletion_policy: Literal["Delete", "Retain"] = "Delete"
-    startup_policy: Literal["Immediate", "WaitForCheckpoint"] = "Immediate"
-    target_container_name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")] = "main"
-
-    @model_validator(mode="after")
-    def _job_or_ref(self) -> Checkpoint:
-        if self.job is not None and self.checkpoint_ref:
-            raise ValueError("checkpoint.job cannot be set when checkpointRef is specified")
-        return self
 
 
-class Failover(DynamoModel):
-    mode: Literal["IntraPod", "InterPod"] = "IntraPod"
-    num_shadows: Annotated[int, Field(ge=1)] = 1
+class Failover(ApiModel):
+    mode: GMSMode = DEFAULT_GMS_MODE
+    # The CRD allows exactly one shadow engine at the pin.
+    num_shadows: Annotated[int, Field(ge=1, le=1)] = 1
 
 
-class GPUMemoryService(DynamoModel):
-    mode: Literal["IntraPod", "InterPod"] = "IntraPod"
-    device_class_name: str = "gpu.nvidia.com"
-    extra_client_containers: list[str] | None = None
-    extra_client_pods: list[KubeObject] | None = None
+class GPUMemoryService(GMSBase):
+    mode: GMSMode = DEFAULT_GMS_MODE
 
     @model_validator(mode="after")
     def _clients_match_mode(self) -> GPUMemoryService:
-        if self.extra_client_containers and self.mode != "IntraPod":
-            raise ValueError("extraClientContainers is only supported with mode=IntraPod")
-        if self.extra_client_pods and self.mode != "InterPod":
-            raise ValueError("extraClientPods is only supported with mode=InterPod")
+        self._check_clients("IntraPod", "InterPod", self.mode)
         return self
 
 
-class ComponentExperimental(DynamoModel):
+class ComponentExperimental(ApiModel):
     checkpoint: Checkpoint | None = None
     failover: Failover | None = None
     gpu_memory_service: GPUMemoryService | None = None
 
 
-class PodTemplate(DynamoModel):
+class PodTemplate(ApiModel):
     """A Kubernetes PodTemplateSpec; container `main` is the Dynamo runtime container."""
 
     metadata: KubeObject | None = None
@@ -94,12 +97,45 @@ class PodTemplate(DynamoModel):
                 return dict(c)
         return None
 
+    @model_validator(mode="after")
+    def _rules(self) -> PodTemplate:
+        annotations = (self.metadata or {}).get("annotations") or {}
+        backend = annotations.get(VLLM_BACKEND_ANNOTATION)
+        if isinstance(backend, str) and backend.lower() not in ("mp", "ray"):
+            raise ValueError("podTemplate backend annotation must be mp or ray, case-insensitively")
+        spec = self.spec or {}
+        for c in _dicts(spec.get("containers")):
+            if c.get("name") != MAIN_CONTAINER and not c.get("image"):
+                raise ValueError("sidecar containers must specify a non-empty image")
+        for c in _dicts(spec.get("initContainers")):
+            if not c.get("image"):
+                raise ValueError("init containers must specify a non-empty image")
+        return self
 
-class Component(DynamoModel):
-    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+class ModelReference(ApiModel):
+    name: NonEmpty
+    revision: str | None = None
+
+
+class ComponentEPPConfig(EPPConfig):
+    @model_validator(mode="after")
+    def _exactly_one(self) -> ComponentEPPConfig:
+        if (self.config is None) == (self.config_map_ref is None):
+            raise ValueError("exactly one of configMapRef or config must be specified")
+        return self
+
+
+class ComponentFields(ApiModel):
+    """Fields of a component shared by a DGD's `components[]` and a DCD's `spec`."""
+
     type: ComponentType | None = None
-    replicas: Annotated[int, Field(ge=0)] | None = None
-    min_available: Annotated[int, Field(ge=1)] | None = None
+    replicas: NonNegInt32 | None = None
+    min_available: PosInt32 | None = None
     pod_template: PodTemplate | None = None
     multinode: Multinode | None = None
     scaling_adapter: ScalingAdapter | None = None
@@ -108,17 +144,16 @@ class Component(DynamoModel):
     frontend_sidecar: str | None = None
     global_dynamo_namespace: bool | None = None
     model_ref: ModelReference | None = None
-    epp_config: EPPConfig | None = None
+    epp_config: ComponentEPPConfig | None = None
     experimental: ComponentExperimental | None = None
     topology_constraint: TopologyConstraint | None = None
     runtime_version_override: RuntimeVersion | None = None
 
     @model_validator(mode="after")
-    def _rules(self) -> Component:
+    def _rules(self) -> ComponentFields:
         if self.epp_config is not None and self.type != "epp":
             raise ValueError("eppConfig may only be set when type is epp")
-        if self.min_available is not None and self.replicas != 0 and self.min_available > (self.replicas if self.replicas is not None else 1):
-            raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
+        check_min_available(self.min_available, self.replicas)
         return self
 
     @property
@@ -126,15 +161,31 @@ class Component(DynamoModel):
         return self.type in WORKER_TYPES
 
 
-class DynamoGraphDeploymentSpec(DynamoModel):
-    components: list[Component] | None = None
+ComponentName = Annotated[str, StringConstraints(pattern=NAME_PATTERN, min_length=1, max_length=63)]
+
+
+class Component(ComponentFields):
+    """One entry of `spec.components` (its `name` is the list-map key)."""
+
+    name: ComponentName
+
+
+class GraphTopologyConstraint(ApiModel):
+    """Graph-level topology: the ClusterTopology to use and a default pack domain."""
+
+    cluster_topology_name: NonEmpty
+    pack_domain: Domain | None = None
+
+
+class DynamoGraphDeploymentSpec(ApiModel):
+    components: Annotated[list[Component], Field(max_length=MAX_COMPONENTS)] | None = None
     env: list[KubeObject] | None = None
     backend_framework: BackendFramework | None = None
     annotations: dict[str, str] | None = None
     labels: dict[str, str] | None = None
     priority_class_name: str | None = None
     restart: Restart | None = None
-    topology_constraint: TopologyConstraint | None = None
+    topology_constraint: GraphTopologyConstraint | None = None
     experimental: DGDExperimental | None = None
 
     @model_validator(mode="after")
@@ -142,27 +193,170 @@ class DynamoGraphDeploymentSpec(DynamoModel):
         comps = self.components or []
         if sum(1 for c in comps if c.type == "epp") > 1:
             raise ValueError("components: at most one component may have type epp")
-        seen: set[str] = set()
-        for c in comps:
-            if c.name.lower() in seen:
-                raise ValueError(f"components: component names must be unique case-insensitively ({c.name!r})")
-            seen.add(c.name.lower())
+        names = [c.name.lower() for c in comps]
+        if len(set(names)) != len(names):
+            raise ValueError("components: component names must be unique case-insensitively")
         return self
 
 
-class DynamoGraphDeployment(DynamoModel):
+class RollingUpdateStatus(ApiModel):
+    phase: Literal["Pending", "InProgress", "Completed", "Failed", ""] | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+    updated_components: list[str] | None = None
+
+
+class DynamoGraphDeploymentStatus(ApiModel):
+    state: DGDState = "initializing"
+    observed_generation: int | None = None
+    conditions: list[KubeObject] | None = None
+    components: dict[str, ReplicaStatus] | None = None
+    checkpoints: dict[str, CheckpointStatus] | None = None
+    placement: PlacementStatus | None = None
+    restart: RestartStatus | None = None
+    rolling_update: RollingUpdateStatus | None = None
+
+
+class DynamoGraphDeployment(Resource):
+    """A Dynamo inference graph (v1beta1, the hub version)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeployment"
+
     api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
-    metadata: ObjectMeta
     spec: DynamoGraphDeploymentSpec
-    status: Any = Field(default=None, exclude=True)
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name or ""
+    status: DynamoGraphDeploymentStatus | None = None
 
     def component(self, name: str) -> Component:
         for c in self.spec.components or []:
             if c.name == name:
                 return c
         raise KeyError(name)
+
+
+class DynamoComponentDeploymentSpec(ComponentFields):
+    """A DCD's spec: one component plus the graph's backend framework."""
+
+    name: ComponentName | None = None
+    backend_framework: BackendFramework | None = None
+
+
+class DynamoComponentDeploymentStatus(ApiModel):
+    conditions: list[KubeObject] | None = None
+    observed_generation: int | None = None
+    component: ReplicaStatus | None = None
+
+
+class DynamoComponentDeployment(Resource):
+    """One component of a graph, as the operator generates it (v1beta1)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoComponentDeployment"
+
+    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
+    spec: DynamoComponentDeploymentSpec
+    status: DynamoComponentDeploymentStatus | None = None
+
+
+class DGDRef(ApiModel):
+    name: NonEmpty
+    component_name: NonEmpty
+
+
+class ScalingAdapterSpec(ApiModel):
+    replicas: NonNegInt32
+    dgd_ref: DGDRef
+
+
+class ScalingAdapterStatus(ApiModel):
+    replicas: int
+    selector: str | None = None
+    last_scale_time: str | None = None
+
+
+class DynamoGraphDeploymentScalingAdapter(Resource):
+    """The scale subresource of one graph component (v1beta1, the hub)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
+
+    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
+    spec: ScalingAdapterSpec
+    status: ScalingAdapterStatus | None = None
+
+
+class MockerFeature(ApiModel):
+    enabled: bool | None = None
+
+
+class Features(ApiModel):
+    mocker: MockerFeature | None = None
+    # Planner configuration: free-form (the CRD preserves unknown fields).
+    planner: KubeObject | None = None
+
+
+class Hardware(ApiModel):
+    gpu_sku: str | None = None
+    interconnect: str | None = None
+    num_gpus_per_node: Int32 | None = None
+    rdma: bool | None = None
+    total_gpus: Int32 | None = None
+    vram_mb: float | None = None
+
+
+class ModelCache(ApiModel):
+    pvc_name: str | None = None
+    pvc_model_path: str | None = None
+    pvc_mount_path: str = "/opt/model-cache"  # CRD default mount path
+
+
+class Overrides(ApiModel):
+    # A partial DGD merged into the generated one (free-form in the CRD).
+    dgd: KubeObject | None = None
+    # A Kubernetes JobSpec for the profiling job.
+    profiling_job: KubeObject | None = None
+
+
+class SLA(ApiModel):
+    ttft: float | None = None
+    itl: float | None = None
+    e2e_latency: float | None = None
+    optimization_type: Literal["latency", "throughput"] | None = None
+
+
+class Workload(ApiModel):
+    isl: Int32 = 4000  # CRD default input sequence length
+    osl: Int32 = 1000  # CRD default output sequence length
+    concurrency: float | None = None
+    request_rate: float | None = None
+
+
+class DynamoGraphDeploymentRequestSpec(ApiModel):
+    model: NonEmpty
+    backend: str = "auto"  # CRD default: pick the backend automatically
+    image: str | None = None
+    auto_apply: bool = True  # CRD default in v1beta1
+    search_strategy: str = "rapid"  # CRD default
+    features: Features | None = None
+    hardware: Hardware | None = None
+    model_cache: ModelCache | None = None
+    overrides: Overrides | None = None
+    sla: SLA | None = None
+    workload: Workload | None = None
+    runtime_version_override: RuntimeVersion | None = None
+
+
+class DynamoGraphDeploymentRequest(Resource):
+    """A request to profile a model and generate (optionally apply) a DGD (v1beta1, storage)."""
+
+    API_VERSION: ClassVar[str] = API_VERSION
+    KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
+
+    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
+    spec: DynamoGraphDeploymentRequestSpec
+    # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
+    status: KubeObject | None = None
