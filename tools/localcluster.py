@@ -79,6 +79,30 @@ class LocalCluster:
         return self.root / "kubeconfig"
 
     @property
+    def audit_log(self) -> Path:
+        """Every API request (metadata level, JSON lines): who asked what, with its user agent."""
+        return self.root / "logs" / "audit.log"
+
+    def _audit_policy(self) -> Path:
+        policy = self.root / "audit-policy.yaml"
+        policy.write_text(
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+        )
+        return policy
+
+    def audit_events(self, user_agent_prefix: str = "") -> list[dict]:  # type: ignore[type-arg]
+        """Audited requests so far whose user agent starts with `user_agent_prefix`."""
+        if not self.audit_log.exists():
+            return []
+        events = []
+        for line in self.audit_log.read_text().splitlines():
+            with contextlib.suppress(ValueError):
+                e = json.loads(line)
+                if str(e.get("userAgent", "")).startswith(user_agent_prefix):
+                    events.append(e)
+        return events
+
+    @property
     def pidfile(self) -> Path:
         return self.root / "pids.json"
 
@@ -220,6 +244,10 @@ class LocalCluster:
                 f"--service-account-key-file={sa_pub}",
                 f"--service-account-signing-key-file={sa_key}",
                 f"--token-auth-file={pki / 'tokens.csv'}",
+                f"--audit-policy-file={self._audit_policy()}",
+                f"--audit-log-path={self.audit_log}",
+                "--audit-log-format=json",
+                "--audit-log-maxsize=200",
                 "--endpoint-reconciler-type=none",
                 "--v=1",
             ],

@@ -11,6 +11,7 @@ run. A binary already on PATH is used when its version matches the pin.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fcntl
 import hashlib
@@ -338,34 +339,14 @@ def groups() -> list[Group]:
     v = versions()
     # The language host is versioned by its content: editing it re-installs it.
     host_version = hashlib.sha256(LANGUAGE_HOST.read_bytes()).hexdigest()[:12]
+    # Longest builds first: two build at once.
     return [
         Group(
-            "etcd",
-            v["etcd"]["version"],
-            ("etcd",),
-            (("etcd", "--version"), rf"etcd Version: {re.escape(v['etcd']['version'])}\b"),
-            build_etcd,
-        ),
-        Group(
-            "kwok",
-            v["kwok"]["version"],
-            ("kwok",),
-            None,  # stage files live beside our build only
-            build_kwok,
-        ),
-        Group(
-            "pulumi",
-            v["pulumi"]["version"],
-            ("pulumi", "pulumi-resource-pulumi-python", "pulumi-language-python-exec"),
-            None,
-            build_pulumi,
-        ),
-        Group(
-            "pulumi-language-python",
-            host_version,
-            ("pulumi-language-python",),
-            None,
-            build_language_host,
+            "kubernetes",
+            v["kubernetes"]["version"],
+            ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
+            (("kube-apiserver", "--version"), rf"Kubernetes v{re.escape(v['kubernetes']['version'])}\b"),
+            build_kubernetes,
         ),
         Group(
             "pulumi-kubernetes",
@@ -375,11 +356,32 @@ def groups() -> list[Group]:
             build_pulumi_kubernetes,
         ),
         Group(
-            "kubernetes",
-            v["kubernetes"]["version"],
-            ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"),
-            (("kube-apiserver", "--version"), rf"Kubernetes v{re.escape(v['kubernetes']['version'])}\b"),
-            build_kubernetes,
+            "pulumi",
+            v["pulumi"]["version"],
+            ("pulumi", "pulumi-resource-pulumi-python", "pulumi-language-python-exec"),
+            None,
+            build_pulumi,
+        ),
+        Group(
+            "kwok",
+            v["kwok"]["version"],
+            ("kwok",),
+            None,  # stage files live beside our build only
+            build_kwok,
+        ),
+        Group(
+            "etcd",
+            v["etcd"]["version"],
+            ("etcd",),
+            (("etcd", "--version"), rf"etcd Version: {re.escape(v['etcd']['version'])}\b"),
+            build_etcd,
+        ),
+        Group(
+            "pulumi-language-python",
+            host_version,
+            ("pulumi-language-python",),
+            None,
+            build_language_host,
         ),
     ]
 
@@ -408,38 +410,42 @@ def _check_go(min_version: str) -> None:
         raise BuildError(f"Go >= {min_version} is needed to build the toolchain; found {out or 'unknown'}")
 
 
+# Cold builds run this many groups at once: compiles share the cores, links and downloads overlap.
+PARALLEL_BUILDS = 2
+
+
+def _ensure_group(g: Group) -> Path:
+    with _lock(g.name):
+        if g.is_built():
+            return g.bin_dir
+        ambient = g.ambient_bin_dir()
+        if ambient is not None:
+            log(f"{g.name} v{g.version}: using {ambient} from PATH")
+            return ambient
+        _check_go(versions()["go"]["min_version"])
+        logs = cache_root() / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        logfile = logs / f"{g.name}-{g.version}.log"
+        src = cache_root() / "src" / f"{g.name}-{g.version}"
+        log(f"{g.name} v{g.version}: building (log: {logfile})")
+        t0 = time.monotonic()
+        if g.folder.exists():
+            shutil.rmtree(g.folder)
+        g.build(g, src, logfile)
+        missing = [b for b in g.binaries if not (g.bin_dir / b).exists()]
+        if missing:
+            raise BuildError(f"{g.name}: build finished without {', '.join(missing)}")
+        (g.folder / STAMP).write_text(json.dumps({"version": g.version, "built": time.time()}))
+        log(f"{g.name} v{g.version}: built in {time.monotonic() - t0:.0f}s")
+        return g.bin_dir
+
+
 def ensure(only: list[str] | None = None) -> dict[str, Path]:
-    """Build missing groups; return each group's bin folder (ambient or cached)."""
-    found: dict[str, Path] = {}
-    for g in groups():
-        if only and g.name not in only:
-            continue
-        with _lock(g.name):
-            if g.is_built():
-                found[g.name] = g.bin_dir
-                continue
-            ambient = g.ambient_bin_dir()
-            if ambient is not None:
-                log(f"{g.name} v{g.version}: using {ambient} from PATH")
-                found[g.name] = ambient
-                continue
-            _check_go(versions()["go"]["min_version"])
-            logs = cache_root() / "logs"
-            logs.mkdir(parents=True, exist_ok=True)
-            logfile = logs / f"{g.name}-{g.version}.log"
-            src = cache_root() / "src" / f"{g.name}-{g.version}"
-            log(f"{g.name} v{g.version}: building (log: {logfile})")
-            t0 = time.monotonic()
-            if g.folder.exists():
-                shutil.rmtree(g.folder)
-            g.build(g, src, logfile)
-            missing = [b for b in g.binaries if not (g.bin_dir / b).exists()]
-            if missing:
-                raise BuildError(f"{g.name}: build finished without {', '.join(missing)}")
-            (g.folder / STAMP).write_text(json.dumps({"version": g.version, "built": time.time()}))
-            log(f"{g.name} v{g.version}: built in {time.monotonic() - t0:.0f}s")
-            found[g.name] = g.bin_dir
-    return found
+    """Build missing groups (two at a time); return each group's bin folder (ambient or cached)."""
+    wanted = [g for g in groups() if not only or g.name in only]
+    with concurrent.futures.ThreadPoolExecutor(PARALLEL_BUILDS) as pool:
+        futures = {g.name: pool.submit(_ensure_group, g) for g in wanted}
+        return {name: f.result() for name, f in futures.items()}
 
 
 def bin_dirs() -> list[Path]:

@@ -16,6 +16,8 @@ Obj = dict[str, Any]
 
 # Field manager of every server-side apply we make.
 FIELD_MANAGER = "dynamo-infra"
+# User agent of every request (the API server's audit log tells our requests apart by it).
+USER_AGENT = "dynamo-infra/0.1.0"
 # Per-request timeout against the API server.
 REQUEST_TIMEOUT_S = 30.0
 # Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
@@ -82,7 +84,7 @@ class KubeClient:
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
                 content_type: str = "application/json") -> Obj:  # fmt: skip
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         data = None
