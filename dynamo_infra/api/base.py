@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import typing
 import warnings
 from typing import Any, ClassVar, Self
@@ -17,6 +18,12 @@ from dynamo_infra.api.errors import DynamoValidationError, DynamoWarning, Proble
 KubeObject = dict[str, Any]
 
 UNKNOWN_FIELD = "unknown field"
+# Kubernetes resource.Quantity as the CRDs spell it (int-or-string with this pattern).
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+
+
+def quantity_message(value: object) -> str:
+    return f"must be a quantity such as 500m, 2Gi or 1 (got {value!r})"
 
 
 class DynamoModel(BaseModel):
@@ -129,7 +136,7 @@ def problems_of(e: pydantic.ValidationError) -> list[Problem]:
     out: list[Problem] = []
     for path, found in by_path.items():
         # A union (e.g. int-or-string quantity) fails once per member: keep the most useful one.
-        types = [p for p in found if p.message.startswith("must be a") and "(got" in p.message]
+        types = [p for p in found if _TYPE_MESSAGE.match(p.message)]
         if len(types) > 1 and len(types) == len(found):
             kinds = " or ".join(sorted({p.message.split(" (got")[0].removeprefix("must be ") for p in types}))
             out.append(Problem(path, f"must be {kinds} (got {types[0].message.split('(got ')[1]}"))
@@ -138,6 +145,9 @@ def problems_of(e: pydantic.ValidationError) -> list[Problem]:
         else:
             out.extend(found)
     return out
+
+
+_TYPE_MESSAGE = re.compile(r"^must be an? [a-z]+ \(got [a-z]+\)$")
 
 
 def _message(err: Any) -> str:
@@ -152,6 +162,8 @@ def _message(err: Any) -> str:
         return f"must be {op} {bound} (got {value!r})"
     if t in ("literal_error", "enum"):
         return f"must be one of {ctx.get('expected', '')} (got {value!r})"
+    if t == "string_pattern_mismatch" and ctx.get("pattern") == QUANTITY_PATTERN:
+        return quantity_message(value)
     if t == "string_pattern_mismatch":
         return f"must match {ctx.get('pattern')} (got {value!r})"
     if t == "string_too_short":
@@ -253,7 +265,9 @@ class Resource(ApiModel):
 
     def to_manifest(self) -> dict[str, Any]:
         """The custom resource as `kubectl apply` accepts it (no status, no server-set metadata)."""
-        out = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude={"status"})
+        out = self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude={"status"}
+        )
         out["apiVersion"] = self.API_VERSION
         out["kind"] = self.KIND
         out["metadata"] = self.metadata.to_wire()

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from dynamo_infra.api.base import ApiModel, KubeObject
+from dynamo_infra.api.base import QUANTITY_PATTERN, ApiModel, KubeObject
 
 GROUP = "nvidia.com"
 # The container of a pod template that runs the Dynamo runtime.
@@ -14,10 +14,6 @@ MAIN_CONTAINER = "main"
 
 BackendFramework = Literal["sglang", "vllm", "trtllm"]
 
-# Kubernetes resource.Quantity as the CRDs spell it (int-or-string with this pattern).
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 QuantityString = Annotated[str, StringConstraints(pattern=QUANTITY_PATTERN)]
 Quantity = QuantityString | int
 # DNS-label-like topology domain names.
@@ -93,7 +89,11 @@ class KVTransferPolicy(ApiModel):
             raise ValueError("preferredWeight is required when enforcement is preferred")
         if self.preferred_weight is not None and self.enforcement != "preferred":
             raise ValueError("preferredWeight may only be set when enforcement is preferred")
-        if self.label_key and "/" in self.label_key and len(self.label_key.split("/")[0]) > LABEL_KEY_PREFIX_MAX:
+        if (
+            self.label_key
+            and "/" in self.label_key
+            and len(self.label_key.split("/")[0]) > LABEL_KEY_PREFIX_MAX
+        ):
             raise ValueError("labelKey prefix must be 253 characters or less")
         return self
 

@@ -77,7 +77,7 @@ def _entries_diff(a: Any, b: Any, shape: str) -> Any:
                 out_map[name] = d
         return out_map
     by_name = {e.get("name"): e for e in b if isinstance(e, dict)}
-    names = [e.get("name") for e in a if isinstance(e, dict)]
+    names = [str(e.get("name")) for e in a if isinstance(e, dict)]
     ordered = names != sorted(names)
     out_list: list[Wire] = []
     for entry in a:
@@ -383,19 +383,28 @@ def component_to_hub(s: Wire, name: str | None = None) -> Wire:
             out["sharedMemorySize"] = shm["size"]
     cache = next((m for m in s.get("volumeMounts") or [] if m.get("useAsCompilationCache")), None)
     if cache is not None:
-        out["compilationCache"] = {"pvcName": cache["name"], **({"mountPath": cache["mountPoint"]} if cache.get("mountPoint") else {})}
+        out["compilationCache"] = {
+            "pvcName": cache["name"],
+            **({"mountPath": cache["mountPoint"]} if cache.get("mountPoint") else {}),
+        }
     if (s.get("scalingAdapter") or {}).get("enabled"):
         out["scalingAdapter"] = {}
     experimental: Wire = {}
     gms = s.get("gpuMemoryService")
     if gms and gms.get("enabled"):
         experimental["gpuMemoryService"] = _drop_none(
-            {**{k: v for k, v in gms.items() if k not in ("enabled", "mode")}, "mode": _mode_to_hub(gms.get("mode"))}
+            {
+                **{k: v for k, v in gms.items() if k not in ("enabled", "mode")},
+                "mode": _mode_to_hub(gms.get("mode")),
+            }
         )
     failover = s.get("failover")
     if failover and failover.get("enabled"):
         experimental["failover"] = _drop_none(
-            {**{k: v for k, v in failover.items() if k not in ("enabled", "mode")}, "mode": _mode_to_hub(failover.get("mode"))}
+            {
+                **{k: v for k, v in failover.items() if k not in ("enabled", "mode")},
+                "mode": _mode_to_hub(failover.get("mode")),
+            }
         )
     if s.get("checkpoint") is not None:
         experimental["checkpoint"] = {"enabled": False, **copy.deepcopy(s["checkpoint"])}
@@ -505,12 +514,20 @@ def component_from_hub(c: Wire, *, service_name: bool = False) -> Wire:
     if "gpuMemoryService" in experimental:
         gms = experimental["gpuMemoryService"]
         out["gpuMemoryService"] = _drop_none(
-            {"enabled": True, **{k: v for k, v in gms.items() if k != "mode"}, "mode": _mode_from_hub(gms.get("mode"))}
+            {
+                "enabled": True,
+                **{k: v for k, v in gms.items() if k != "mode"},
+                "mode": _mode_from_hub(gms.get("mode")),
+            }
         )
     if "failover" in experimental:
         fo = experimental["failover"]
         out["failover"] = _drop_none(
-            {"enabled": True, **{k: v for k, v in fo.items() if k != "mode"}, "mode": _mode_from_hub(fo.get("mode"))}
+            {
+                "enabled": True,
+                **{k: v for k, v in fo.items() if k != "mode"},
+                "mode": _mode_from_hub(fo.get("mode")),
+            }
         )
     if "checkpoint" in experimental:
         out["checkpoint"] = copy.deepcopy(experimental["checkpoint"])
@@ -538,7 +555,9 @@ def dgd_spec_to_hub(s: Wire) -> Wire:
             out[key] = copy.deepcopy(s[key])
     tc = s.get("topologyConstraint")
     if tc is not None:
-        out["topologyConstraint"] = _drop_none({"clusterTopologyName": tc.get("topologyProfile"), "packDomain": tc.get("packDomain")})
+        out["topologyConstraint"] = _drop_none(
+            {"clusterTopologyName": tc.get("topologyProfile"), "packDomain": tc.get("packDomain")}
+        )
     return out
 
 
@@ -554,7 +573,9 @@ def dgd_spec_from_hub(s: Wire) -> Wire:
             out[key] = copy.deepcopy(s[key])
     tc = s.get("topologyConstraint")
     if tc is not None:
-        out["topologyConstraint"] = _drop_none({"topologyProfile": tc.get("clusterTopologyName"), "packDomain": tc.get("packDomain")})
+        out["topologyConstraint"] = _drop_none(
+            {"topologyProfile": tc.get("clusterTopologyName"), "packDomain": tc.get("packDomain")}
+        )
     return out
 
 
@@ -674,7 +695,9 @@ def _dgdsa_spec(s: Wire, old: str, new: str) -> Wire:
     return out
 
 
-def dgdsa_to_v1beta1(a: v1alpha1.DynamoGraphDeploymentScalingAdapter) -> v1beta1.DynamoGraphDeploymentScalingAdapter:
+def dgdsa_to_v1beta1(
+    a: v1alpha1.DynamoGraphDeploymentScalingAdapter,
+) -> v1beta1.DynamoGraphDeploymentScalingAdapter:
     return _convert(
         a, v1beta1.DynamoGraphDeploymentScalingAdapter,
         lambda s: _dgdsa_spec(s, "serviceName", "componentName"), lambda s: _dgdsa_spec(s, "componentName", "serviceName"),
@@ -682,7 +705,9 @@ def dgdsa_to_v1beta1(a: v1alpha1.DynamoGraphDeploymentScalingAdapter) -> v1beta1
     )  # fmt: skip
 
 
-def dgdsa_to_v1alpha1(a: v1beta1.DynamoGraphDeploymentScalingAdapter) -> v1alpha1.DynamoGraphDeploymentScalingAdapter:
+def dgdsa_to_v1alpha1(
+    a: v1beta1.DynamoGraphDeploymentScalingAdapter,
+) -> v1alpha1.DynamoGraphDeploymentScalingAdapter:
     return _convert(
         a, v1alpha1.DynamoGraphDeploymentScalingAdapter,
         lambda s: _dgdsa_spec(s, "componentName", "serviceName"), lambda s: _dgdsa_spec(s, "serviceName", "componentName"),
@@ -710,7 +735,11 @@ def dgdr_spec_to_hub(s: Wire) -> Wire:
 
 
 def dgdr_spec_from_hub(s: Wire) -> Wire:
-    out: Wire = {"model": s.get("model", ""), "backend": s.get("backend", "auto"), "profilingConfig": {"profilerImage": ""}}
+    out: Wire = {
+        "model": s.get("model", ""),
+        "backend": s.get("backend", "auto"),
+        "profilingConfig": {"profilerImage": ""},
+    }
     for key in ("autoApply", "runtimeVersionOverride"):
         if key in s:
             out[key] = s[key]

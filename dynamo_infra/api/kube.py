@@ -18,8 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dynamo_infra.api.base import UNKNOWN_FIELD, kind_of, warn_unknown
-from dynamo_infra.api.common import QUANTITY_PATTERN
+from dynamo_infra.api.base import QUANTITY_PATTERN, UNKNOWN_FIELD, kind_of, quantity_message, warn_unknown
 from dynamo_infra.api.errors import Problem, join_path
 
 # A path pattern into a document: wire keys, "*" (any map value) and "[]" (any list item).
@@ -114,7 +113,9 @@ def _subschema(schema: dict[str, Any], pattern: Pattern) -> dict[str, Any] | Non
     return node if isinstance(node, dict) else None
 
 
-def _matches(data: Any, pattern: Pattern, at: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], Any]]:
+def _matches(
+    data: Any, pattern: Pattern, at: tuple[str | int, ...] = ()
+) -> Iterator[tuple[tuple[str | int, ...], Any]]:
     if not pattern:
         yield at, data
         return
@@ -184,12 +185,14 @@ def _message(kind: str, err: Any, got: Any) -> str:
         want = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in k.types)
         return f"must be {want} (got {kind_of(got)})"
     if kind == "AnyOf":
-        types = sorted({w for sub in k.context for e in sub if type(e.kind).__name__ == "Type" for w in e.kind.types})
+        types = sorted(
+            {w for sub in k.context for e in sub if type(e.kind).__name__ == "Type" for w in e.kind.types}
+        )
         if types:
             return f"must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} (got {kind_of(got)})"
     if kind == "Pattern":
         if k.pattern == QUANTITY_PATTERN:
-            return f"must be a quantity such as 500m, 2Gi or 1 (got {got!r})"
+            return quantity_message(got)
         return f"must match {k.pattern} (got {got!r})"
     if kind == "Enum":
         return f"must be one of {list(k.options)} (got {got!r})"

@@ -56,13 +56,13 @@ def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
+        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
         if key in out:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (line {mark.line + 1}, column {mark.column + 1})", mark
             )
-        out[key] = loader.construct_object(value_node, deep=True)
+        out[key] = loader.construct_object(value_node, deep=True)  # type: ignore[no-untyped-call]
     return out
 
 
@@ -78,18 +78,24 @@ def _read(source: str | Path) -> tuple[str, str]:
     try:
         size = path.stat().st_size
         if size > MAX_YAML_BYTES:
-            raise DynamoValidationError([Problem("", f"file is too large ({size} bytes; at most {MAX_YAML_BYTES})")], name)
+            raise DynamoValidationError(
+                [Problem("", f"file is too large ({size} bytes; at most {MAX_YAML_BYTES})")], name
+            )
         return name, path.read_text(encoding="utf-8")
     except OSError as e:
         raise DynamoValidationError([Problem("", f"cannot read file: {e.strerror}")], name) from None
     except UnicodeDecodeError as e:
-        raise DynamoValidationError([Problem("", f"not UTF-8 text: {e.reason} at byte {e.start}")], name) from None
+        raise DynamoValidationError(
+            [Problem("", f"not UTF-8 text: {e.reason} at byte {e.start}")], name
+        ) from None
 
 
 def parse_documents(text: str, name: str = "<yaml>") -> list[Any]:
     """The non-empty YAML documents of `text`; syntax errors name line and column."""
     if len(text.encode("utf-8", errors="replace")) > MAX_YAML_BYTES:
-        raise DynamoValidationError([Problem("", f"input is too large (at most {MAX_YAML_BYTES} bytes)")], name)
+        raise DynamoValidationError(
+            [Problem("", f"input is too large (at most {MAX_YAML_BYTES} bytes)")], name
+        )
     try:
         docs = [d for d in yaml.load_all(text, Loader=_StrictLoader) if d is not None]
     except yaml.YAMLError as e:
@@ -119,7 +125,11 @@ def load_documents(docs: list[Any], *, lenient: bool = False, name: str | None =
             if api_version.startswith(_DYNAMO_GROUP) and kind.startswith("Dynamo"):
                 known = sorted(v for v, k in KINDS if k == kind)
                 hint = f"; known versions: {', '.join(known)}" if known else ""
-                problems.append(Problem(join_path(prefix, "apiVersion"), f"unsupported {kind} version {api_version!r}{hint}"))
+                problems.append(
+                    Problem(
+                        join_path(prefix, "apiVersion"), f"unsupported {kind} version {api_version!r}{hint}"
+                    )
+                )
             else:
                 out.others.append(doc)
             continue
@@ -140,7 +150,9 @@ def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
 
 def dump_yaml(manifests: list[dict[str, Any]]) -> str:
     """Manifests as a multi-document YAML stream (block style, key order kept)."""
-    return "---\n".join(yaml.safe_dump(m, sort_keys=False, default_flow_style=False, allow_unicode=True) for m in manifests)
+    return "---\n".join(
+        yaml.safe_dump(m, sort_keys=False, default_flow_style=False, allow_unicode=True) for m in manifests
+    )
 
 
 def to_yaml(resources: list[Resource] | Resource) -> str:

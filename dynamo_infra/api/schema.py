@@ -1,7 +1,7 @@
 """JSON Schema export for editors, and the CRD schemas shipped with the package.
 
-    python -m dynamo_infra.api.schema [--out DIR]          JSON Schemas of every kind/version (editor completion)
-    python -m dynamo_infra.api.schema --update-from DIR    refresh dynamo_infra/api/schemas/ from the CRD YAMLs in DIR
+python -m dynamo_infra.api.schema [--out DIR]          JSON Schemas of every kind/version (editor completion)
+python -m dynamo_infra.api.schema --update-from DIR    refresh dynamo_infra/api/schemas/ from the CRD YAMLs in DIR
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def update_from(crd_dir: Path, out_dir: Path = SCHEMA_DIR) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for f in sorted(crd_dir.glob("*.yaml")):
-        crd = yaml.safe_load(f.read_text(encoding="utf-8"))
+        crd = yaml.load(f.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
             continue
         kind = crd["spec"]["names"]["kind"]
@@ -74,7 +74,9 @@ def editor_schemas() -> dict[str, dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dynamo_infra.api.schema", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dynamo_infra.api.schema", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--update-from", type=Path, help="CRD folder to refresh the shipped schemas from")
     parser.add_argument("--out", type=Path, help="write one <Kind>.<version>.schema.json per kind here")
     args = parser.parse_args(argv)
@@ -86,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         for name, schema in schemas.items():
-            (args.out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+            (args.out / f"{name}.schema.json").write_text(
+                json.dumps(schema, indent=2) + "\n", encoding="utf-8"
+            )
             print(args.out / f"{name}.schema.json")
     else:
         json.dump(schemas, sys.stdout, indent=2)

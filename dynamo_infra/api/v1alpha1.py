@@ -9,7 +9,7 @@ CRD's own OpenAPI schema (see `dynamo_infra.api.kube`).
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -37,7 +37,7 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
 )
 
-API_VERSION = "nvidia.com/v1alpha1"
+API_VERSION: Final = "nvidia.com/v1alpha1"
 GMSMode = Literal["intraPod", "interPod"]
 # Default GPU memory service / failover mode in v1alpha1 spelling.
 DEFAULT_GMS_MODE: GMSMode = "intraPod"
@@ -148,7 +148,9 @@ class PVC(ApiModel):
 
     @model_validator(mode="after")
     def _create_needs_details(self) -> PVC:
-        if self.create and (self.size is None or self.storage_class is None or self.volume_access_mode is None):
+        if self.create and (
+            self.size is None or self.storage_class is None or self.volume_access_mode is None
+        ):
             raise ValueError("When create is true, size, storageClass, and volumeAccessMode are required")
         return self
 
@@ -233,7 +235,11 @@ class ModelReference(ApiModel):
 
 def check_min_available(min_available: int | None, replicas: int | None) -> None:
     """CRD rule: minAvailable ≤ replicas (default 1) unless replicas is 0."""
-    if min_available is not None and replicas != 0 and min_available > (replicas if replicas is not None else 1):
+    if (
+        min_available is not None
+        and replicas != 0
+        and min_available > (replicas if replicas is not None else 1)
+    ):
         raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
 
 
@@ -285,7 +291,7 @@ class DynamoGraphDeployment(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeployment"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
@@ -308,7 +314,7 @@ class DynamoComponentDeployment(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoComponentDeployment"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
@@ -350,7 +356,7 @@ class DynamoCheckpoint(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoCheckpoint"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoCheckpoint"] = "DynamoCheckpoint"
     spec: DynamoCheckpointSpec
     status: DynamoCheckpointStatus | None = None
@@ -378,7 +384,7 @@ class DynamoGraphDeploymentScalingAdapter(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
     spec: ScalingAdapterSpec
     status: ScalingAdapterStatus | None = None
@@ -416,7 +422,7 @@ class DynamoModel(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoModel"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoModel"] = "DynamoModel"
     spec: DynamoModelSpec
     status: DynamoModelStatus | None = None
@@ -462,7 +468,7 @@ class DynamoGraphDeploymentRequest(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
 
-    api_version: Literal["nvidia.com/v1alpha1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).

@@ -4,9 +4,9 @@ DynamoGraphDeploymentRequest."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from dynamo_infra.api.base import ApiModel, KubeObject, Resource
 from dynamo_infra.api.common import (
@@ -33,7 +33,7 @@ from dynamo_infra.api.common import (
 )
 from dynamo_infra.api.v1alpha1 import MIN_NODE_COUNT, check_min_available
 
-API_VERSION = "nvidia.com/v1beta1"
+API_VERSION: Final = "nvidia.com/v1beta1"
 
 ComponentType = Literal["frontend", "worker", "prefill", "decode", "planner", "epp"]
 # Component types whose DCD names carry the worker hash and that count as workers.
@@ -97,20 +97,25 @@ class PodTemplate(ApiModel):
                 return dict(c)
         return None
 
-    @model_validator(mode="after")
-    def _rules(self) -> PodTemplate:
-        annotations = (self.metadata or {}).get("annotations") or {}
-        backend = annotations.get(VLLM_BACKEND_ANNOTATION)
+    @field_validator("metadata")
+    @classmethod
+    def _backend_annotation(cls, metadata: KubeObject | None) -> KubeObject | None:
+        annotations = (metadata or {}).get("annotations") or {}
+        backend = annotations.get(VLLM_BACKEND_ANNOTATION) if isinstance(annotations, dict) else None
         if isinstance(backend, str) and backend.lower() not in ("mp", "ray"):
             raise ValueError("podTemplate backend annotation must be mp or ray, case-insensitively")
-        spec = self.spec or {}
-        for c in _dicts(spec.get("containers")):
+        return metadata
+
+    @field_validator("spec")
+    @classmethod
+    def _container_images(cls, spec: KubeObject | None) -> KubeObject | None:
+        for i, c in enumerate(_dicts((spec or {}).get("containers"))):
             if c.get("name") != MAIN_CONTAINER and not c.get("image"):
-                raise ValueError("sidecar containers must specify a non-empty image")
-        for c in _dicts(spec.get("initContainers")):
+                raise ValueError(f"containers[{i}]: sidecar containers must specify a non-empty image")
+        for i, c in enumerate(_dicts((spec or {}).get("initContainers"))):
             if not c.get("image"):
-                raise ValueError("init containers must specify a non-empty image")
-        return self
+                raise ValueError(f"initContainers[{i}]: init containers must specify a non-empty image")
+        return spec
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -223,7 +228,7 @@ class DynamoGraphDeployment(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeployment"
 
-    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
@@ -254,7 +259,7 @@ class DynamoComponentDeployment(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoComponentDeployment"
 
-    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
@@ -282,7 +287,7 @@ class DynamoGraphDeploymentScalingAdapter(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
 
-    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
     spec: ScalingAdapterSpec
     status: ScalingAdapterStatus | None = None
@@ -355,7 +360,7 @@ class DynamoGraphDeploymentRequest(Resource):
     API_VERSION: ClassVar[str] = API_VERSION
     KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
 
-    api_version: Literal["nvidia.com/v1beta1"] = API_VERSION
+    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
