@@ -1,20 +1,21 @@
-"""Per component type: the base container and base pod spec the operator starts from."""
+"""Per component type: the base container, base pod spec and Service port the operator starts from."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-from dynamo_infra.render.context import ComponentContext
+from dynamo_infra.render.context import DISCOVERY_MODE_CONTAINER, MAIN_CONTAINER, ComponentContext, Obj
 
-Obj = dict[str, Any]
+__all__ = ["MAIN_CONTAINER", "ComponentType", "Obj", "Other"]
 
-# Every Dynamo pod's runtime container.
-MAIN_CONTAINER = "main"
 # Command of a component type that sets none (the user supplies args or a full command).
 DEFAULT_COMMAND = ["/bin/sh", "-c"]
 # Pod defaults for every component type.
 DEFAULT_TERMINATION_GRACE_PERIOD_S = 60
 DEFAULT_RESTART_POLICY = "Always"
+# Dynamo system server (health, metrics) port, exposed by the Service of non-frontend components.
+SYSTEM_PORT = 9090
+SYSTEM_PORT_NAME = "system"
 
 
 class ComponentType(Protocol):
@@ -24,8 +25,8 @@ class ComponentType(Protocol):
 
     def pod_spec(self, ctx: ComponentContext) -> Obj: ...
 
-    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
-        """Ports of the component's Service, or None when this type gets no Service."""
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        """The single port of the component's ClusterIP Service."""
         ...
 
 
@@ -33,20 +34,27 @@ def field_env(name: str, path: str) -> Obj:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def common_env(ctx: ComponentContext) -> list[Obj]:
-    """Env every Dynamo container gets (component_common.go)."""
+def common_env(ctx: ComponentContext, component_type: str | None = None) -> list[Obj]:
+    """Env every Dynamo container gets (component_common.go), in the operator's order."""
     env: list[Obj] = [
-        {"name": "DYN_NAMESPACE", "value": ctx.dynamo_namespace},
-        {"name": "DYN_COMPONENT", "value": ctx.type},
-        {"name": "DYN_PARENT_DGD_K8S_NAME", "value": ctx.graph.name},
-        {"name": "DYN_PARENT_DGD_K8S_NAMESPACE", "value": ctx.graph.namespace},
+        {"name": "DYN_NAMESPACE", "value": ctx.runtime_dynamo_namespace},
+        {"name": "DYN_COMPONENT", "value": ctx.type if component_type is None else component_type},
+        {"name": "DYN_PARENT_DGD_K8S_NAME", "value": ctx.parent_name},
+        {"name": "DYN_PARENT_DGD_K8S_NAMESPACE", "value": ctx.namespace},
         field_env("POD_NAME", "metadata.name"),
         field_env("POD_NAMESPACE", "metadata.namespace"),
         field_env("POD_UID", "metadata.uid"),
     ]
-    if ctx.graph.discovery_backend != "etcd":
+    if ctx.discovery_backend != "etcd":
         env.append({"name": "DYN_DISCOVERY_BACKEND", "value": "kubernetes"})
+    if ctx.discovery_mode == DISCOVERY_MODE_CONTAINER:
+        env.append({"name": "CONTAINER_NAME", "value": MAIN_CONTAINER})
+        env.append({"name": "DYN_KUBE_DISCOVERY_MODE", "value": DISCOVERY_MODE_CONTAINER})
     return env
+
+
+def common_container(ctx: ComponentContext) -> Obj:
+    return {"name": MAIN_CONTAINER, "command": list(DEFAULT_COMMAND), "env": common_env(ctx)}
 
 
 def base_pod_spec() -> Obj:
@@ -60,18 +68,18 @@ def http_probe(path: str, port: str, **timing: int) -> Obj:
     return {"httpGet": {"path": path, "port": port}, **timing}
 
 
+def system_service_port() -> Obj:
+    return {"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT_NAME, "protocol": "TCP"}
+
+
 class Other:
-    """Components without a known type: common env only; a Service only with Kubernetes discovery."""
+    """Components without a known type: common env only."""
 
     def container(self, ctx: ComponentContext) -> Obj:
-        return {"name": MAIN_CONTAINER, "command": list(DEFAULT_COMMAND), "env": common_env(ctx)}
+        return common_container(ctx)
 
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return base_pod_spec()
 
-    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
-        from dynamo_infra.render.worker import SYSTEM_PORT
-
-        if ctx.graph.discovery_backend == "etcd":
-            return None
-        return [{"name": "system", "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT, "protocol": "TCP"}]
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        return system_service_port()

@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from dynamo_infra.api import v1beta1
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.render import names
+from dynamo_infra.render.legacy import LegacyComponent, LegacyGraph
+
+Obj = dict[str, Any]
+
+# Every Dynamo pod's runtime container.
+MAIN_CONTAINER = "main"
+# Kubernetes discovery unless the DGD (or component) annotation or the cluster says `etcd`.
+DISCOVERY_KUBERNETES = "kubernetes"
+# Value of `nvidia.com/dynamo-kube-discovery-mode` that makes each container register itself.
+DISCOVERY_MODE_CONTAINER = "container"
+# Component types that run an inference engine (and carry the worker hash).
+WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
 
 
 @dataclass(frozen=True)
@@ -15,33 +30,131 @@ class GraphContext:
     dgd: v1beta1.DynamoGraphDeployment
     namespace: str
     options: ClusterOptions
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    legacy: LegacyGraph = field(default_factory=LegacyGraph)
+    backend: str = ""
+    restart_at: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.dgd.name
 
     @property
-    def annotations(self) -> dict[str, str]:
-        return dict(self.dgd.metadata.annotations or {})
+    def has_epp(self) -> bool:
+        return any(c.type == "epp" for c in self.dgd.spec.components or [])
 
     @property
     def discovery_backend(self) -> str:
-        """`kubernetes` unless the DGD annotation or the cluster options say `etcd`."""
-        from dynamo_infra.render.names import ANNOTATION_DISCOVERY_BACKEND
-
-        return self.annotations.get(ANNOTATION_DISCOVERY_BACKEND) or self.options.discovery.backend
+        """Graph-level discovery backend (DGD annotation, else the cluster default)."""
+        return self.annotations.get(names.ANNOTATION_DISCOVERY_BACKEND) or self.options.discovery.backend
 
 
 @dataclass(frozen=True)
 class ComponentContext:
-    """One component of a graph, with the names the operator derives for it."""
+    """One DynamoComponentDeployment being rendered into Kubernetes objects.
 
-    graph: GraphContext
-    component: v1beta1.Component
-    dynamo_namespace: str
+    `spec` is the DCD's v1beta1 spec (wire form) as the DGD controller generated it; `labels` and
+    `annotations` are the DCD's metadata. Standalone DCDs (no parent graph) work the same way.
+    """
+
+    namespace: str
+    options: ClusterOptions
     dcd_name: str
-    worker_hash: str | None
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    spec: Obj
+    legacy: LegacyComponent = field(default_factory=LegacyComponent)
+    graph_spec_annotations: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """GetDCDComponentName: spec name, else the component label, else the DCD name."""
+        return str(self.spec.get("name") or self.labels.get(names.LABEL_COMPONENT) or self.dcd_name)
 
     @property
     def type(self) -> str:
-        return self.component.type or ""
+        return str(self.spec.get("type") or "")
+
+    @property
+    def is_worker(self) -> bool:
+        return self.type in WORKER_TYPES
+
+    @property
+    def parent_name(self) -> str:
+        """The owning graph's name; a standalone DCD stands in for its own graph."""
+        return self.labels.get(names.LABEL_GRAPH) or self.dcd_name
+
+    @property
+    def has_parent(self) -> bool:
+        return bool(self.labels.get(names.LABEL_GRAPH))
+
+    @property
+    def runtime_dynamo_namespace(self) -> str:
+        """ComputeDynamoNamespace: what DYN_NAMESPACE says (ignores the legacy `dynamoNamespace`)."""
+        return names.dynamo_namespace(
+            self.namespace, self.parent_name, bool(self.spec.get("globalDynamoNamespace"))
+        )
+
+    @property
+    def dynamo_namespace(self) -> str:
+        """GetDCDDynamoNamespace: legacy `dynamoNamespace`, else the label, else computed."""
+        return (
+            self.legacy.dynamo_namespace
+            or self.labels.get(names.LABEL_NAMESPACE)
+            or self.runtime_dynamo_namespace
+        )
+
+    @property
+    def worker_hash(self) -> str | None:
+        if not self.is_worker:
+            return None
+        return self.labels.get(names.LABEL_WORKER_HASH) or self.template_labels.get(names.LABEL_WORKER_HASH)
+
+    @property
+    def pod_template(self) -> Obj:
+        return dict(self.spec.get("podTemplate") or {})
+
+    @property
+    def template_labels(self) -> dict[str, str]:
+        return dict((self.pod_template.get("metadata") or {}).get("labels") or {})
+
+    @property
+    def template_annotations(self) -> dict[str, str]:
+        return dict((self.pod_template.get("metadata") or {}).get("annotations") or {})
+
+    @property
+    def template_spec(self) -> Obj:
+        return dict(self.pod_template.get("spec") or {})
+
+    def container(self, name: str) -> Obj | None:
+        for c in self.template_spec.get("containers") or []:
+            if c.get("name") == name:
+                return dict(c)
+        return None
+
+    @property
+    def discovery_backend(self) -> str:
+        """Discovery backend from the pod-template annotation, else the cluster default."""
+        return (
+            self.template_annotations.get(names.ANNOTATION_DISCOVERY_BACKEND)
+            or self.options.discovery.backend
+        )
+
+    @property
+    def k8s_discovery(self) -> bool:
+        return self.discovery_backend == DISCOVERY_KUBERNETES
+
+    @property
+    def discovery_mode(self) -> str:
+        return self.template_annotations.get(names.ANNOTATION_KUBE_DISCOVERY_MODE) or ""
+
+    @property
+    def model_ref(self) -> str | None:
+        return ((self.spec.get("modelRef") or {}).get("name")) or None
+
+    @property
+    def sub_component_type(self) -> str | None:
+        """Preserved v1alpha1 subComponentType; native prefill/decode convert back to it."""
+        if self.legacy.sub_component_type:
+            return self.legacy.sub_component_type
+        return self.type if self.type in ("prefill", "decode") else None

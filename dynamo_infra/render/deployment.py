@@ -1,119 +1,133 @@
-"""DCD path for single-node components: the Deployment and the component Service."""
+"""DCD path for single-node components: the Deployment, the component Service, model Services."""
 
 from __future__ import annotations
 
 from dynamo_infra.render import names
-from dynamo_infra.render.component_type import Obj
-from dynamo_infra.render.context import ComponentContext
+from dynamo_infra.render.context import ComponentContext, Obj
 from dynamo_infra.render.podspec import component_type, pod_spec
 
-# Rolling-update bounds when the DGD's annotations set none.
+# Rolling-update bounds when the component's annotations set none.
 DEFAULT_MAX_SURGE = "25%"
 DEFAULT_MAX_UNAVAILABLE = "25%"
-# Replicas of a component that sets none.
+# `nvidia.com/deployment-strategy` value that switches to the Recreate strategy.
+STRATEGY_RECREATE = "Recreate"
+# Replicas of a component that sets none (what the API server defaults a Deployment to).
 DEFAULT_REPLICAS = 1
+# Port of the model headless Service (the worker system port).
+MODEL_SERVICE_PORT = 9090
+# DCD metadata labels that win over pod-template labels on the workload.
+OBJECT_LABEL_KEYS = (
+    names.LABEL_COMPONENT,
+    names.LABEL_NAMESPACE,
+    names.LABEL_GRAPH,
+    names.LABEL_WORKER_HASH,
+    names.LABEL_COMPONENT_CLASS,
+)
 
 
-def component_labels(ctx: ComponentContext) -> dict[str, str]:
-    """Labels on the DCD and on the objects it owns."""
-    user = dict(
-        ((ctx.component.pod_template.metadata if ctx.component.pod_template else None) or {}).get("labels")
-        or {}
-    )
-    labels = {
-        **user,
-        names.LABEL_COMPONENT: ctx.component.name,
-        names.LABEL_NAMESPACE: ctx.dynamo_namespace,
-        names.LABEL_GRAPH: ctx.graph.name,
-    }
-    if ctx.worker_hash:
-        labels[names.LABEL_WORKER_HASH] = ctx.worker_hash
-    return labels
-
-
-def sub_component_type(ctx: ComponentContext) -> str | None:
-    """prefill/decode appear to the runtime as sub-component types of a worker."""
-    return ctx.type if ctx.type in ("prefill", "decode") else None
-
-
-def pod_labels(ctx: ComponentContext) -> dict[str, str]:
-    g = ctx.graph
-    user_meta = (ctx.component.pod_template.metadata if ctx.component.pod_template else None) or {}
-    labels = {**(g.dgd.spec.labels or {}), **component_labels(ctx)}
-    if g.annotations.get(names.ANNOTATION_ENABLE_METRICS) != "false":
-        labels[names.LABEL_METRICS] = "true"
-    labels[names.LABEL_COMPONENT_TYPE] = ctx.type
-    sub = sub_component_type(ctx)
-    if sub:
-        labels[names.LABEL_SUB_COMPONENT_TYPE] = sub
-    labels[names.LABEL_SELECTOR] = ctx.dcd_name
-    if g.discovery_backend == "kubernetes":
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
-        labels[names.LABEL_DISCOVERY_ENABLED] = "true"
-    labels.update(user_meta.get("labels") or {})
-    # System labels the user cannot override.
-    labels[names.LABEL_GRAPH] = g.name
-    labels[names.LABEL_COMPONENT_TYPE] = ctx.type
+def kube_labels(ctx: ComponentContext) -> dict[str, str]:
+    """GetDCDKubeLabels: labels of the Deployment (and base of the pod labels)."""
+    labels = {**ctx.labels, **ctx.legacy.labels, **ctx.template_labels}
+    if ctx.model_ref:
+        labels[names.LABEL_BASE_MODEL_HASH] = names.model_hash(ctx.model_ref)
+    if ctx.sub_component_type:
+        labels[names.LABEL_SUB_COMPONENT_TYPE] = ctx.sub_component_type
+    labels[names.LABEL_COMPONENT] = ctx.name
     labels[names.LABEL_NAMESPACE] = ctx.dynamo_namespace
-    if ctx.worker_hash:
-        labels[names.LABEL_WORKER_HASH] = ctx.worker_hash
+    labels.update({k: ctx.labels[k] for k in OBJECT_LABEL_KEYS if ctx.labels.get(k)})
     return dict(sorted(labels.items()))
 
 
-def pod_annotations(ctx: ComponentContext) -> dict[str, str]:
-    g = ctx.graph
-    user_meta = (ctx.component.pod_template.metadata if ctx.component.pod_template else None) or {}
-    annotations = {**(g.dgd.spec.annotations or {}), **(user_meta.get("annotations") or {})}
-    annotations.pop(names.ANNOTATION_ORIGIN_VERSION, None)  # kept on the DCD, not on Deployment pods
-    restart_at = g.annotations.get(names.ANNOTATION_RESTART_AT)
-    if restart_at:
-        annotations[names.ANNOTATION_RESTART_AT] = restart_at
+def kube_annotations(ctx: ComponentContext) -> dict[str, str]:
+    """GetDCDKubeAnnotations: pod-template annotations without the origin version."""
+    annotations = {**ctx.legacy.annotations, **ctx.template_annotations}
+    if ctx.model_ref:
+        annotations[names.ANNOTATION_BASE_MODEL] = ctx.model_ref
+    annotations.pop(names.ANNOTATION_ORIGIN_VERSION, None)
+    for key in names.TOPOLOGY_SOURCE_ANNOTATIONS:
+        annotations.pop(key, None)
+        if ctx.annotations.get(key):
+            annotations[key] = ctx.annotations[key]
     return dict(sorted(annotations.items()))
 
 
-def strategy(ctx: ComponentContext) -> Obj:
-    a = ctx.graph.annotations
-    if a.get(names.ANNOTATION_DEPLOYMENT_STRATEGY) == "Recreate":
+def pod_labels(ctx: ComponentContext, annotations: dict[str, str]) -> dict[str, str]:
+    labels = kube_labels(ctx)
+    if annotations.get(names.ANNOTATION_ENABLE_METRICS) != "false":
+        labels[names.LABEL_METRICS] = "true"
+    if ctx.has_parent:
+        labels[names.LABEL_GRAPH] = ctx.parent_name
+    if ctx.type:
+        labels[names.LABEL_COMPONENT_TYPE] = ctx.type
+    labels[names.LABEL_COMPONENT] = ctx.name
+    labels[names.LABEL_NAMESPACE] = ctx.dynamo_namespace
+    if ctx.labels.get(names.LABEL_WORKER_HASH):
+        labels[names.LABEL_WORKER_HASH] = ctx.labels[names.LABEL_WORKER_HASH]
+    labels[names.LABEL_SELECTOR] = ctx.dcd_name
+    if ctx.k8s_discovery:
+        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_ENABLED] = "true"
+    return dict(sorted(labels.items()))
+
+
+def _int_or_string(value: str) -> int | str:
+    """intstr.Parse: digits become an integer."""
+    return int(value) if value.isdigit() else value
+
+
+def strategy(ctx: ComponentContext, annotations: dict[str, str]) -> Obj:
+    resource = {**ctx.legacy.annotations, **ctx.template_annotations}
+    if resource.get(names.ANNOTATION_DEPLOYMENT_STRATEGY) == STRATEGY_RECREATE:
         return {"type": "Recreate"}
+    surge = annotations.get(names.ANNOTATION_MAX_SURGE) or DEFAULT_MAX_SURGE
+    unavailable = annotations.get(names.ANNOTATION_MAX_UNAVAILABLE) or DEFAULT_MAX_UNAVAILABLE
     return {
         "type": "RollingUpdate",
-        "rollingUpdate": {
-            "maxSurge": a.get(names.ANNOTATION_MAX_SURGE, DEFAULT_MAX_SURGE),
-            "maxUnavailable": a.get(names.ANNOTATION_MAX_UNAVAILABLE, DEFAULT_MAX_UNAVAILABLE),
-        },
+        "rollingUpdate": {"maxSurge": _int_or_string(surge), "maxUnavailable": _int_or_string(unavailable)},
     }
 
 
 def replicas(ctx: ComponentContext) -> int:
-    r = ctx.component.replicas
-    return DEFAULT_REPLICAS if r is None else r
+    r = ctx.spec.get("replicas")
+    return DEFAULT_REPLICAS if r is None else int(r)
+
+
+def _metadata(ctx: ComponentContext, name: str, labels: dict[str, str], annotations: dict[str, str]) -> Obj:
+    meta: Obj = {"name": name, "namespace": ctx.namespace, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
 
 
 def deployment(ctx: ComponentContext) -> Obj:
-    template_meta: Obj = {"labels": pod_labels(ctx)}
-    annotations = pod_annotations(ctx)
+    annotations = kube_annotations(ctx)
+    template_meta: Obj = {"labels": pod_labels(ctx, annotations)}
     if annotations:
         template_meta["annotations"] = annotations
+    spec: Obj = {}
+    if ctx.spec.get("replicas") is not None:
+        spec["replicas"] = int(ctx.spec["replicas"])
+    spec.update(
+        {
+            "selector": {"matchLabels": {names.LABEL_SELECTOR: ctx.dcd_name}},
+            "strategy": strategy(ctx, annotations),
+            "template": {"metadata": template_meta, "spec": pod_spec(ctx)},
+        }
+    )
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": ctx.dcd_name, "namespace": ctx.graph.namespace, "labels": component_labels(ctx)},
-        "spec": {
-            "replicas": replicas(ctx),
-            "selector": {"matchLabels": {names.LABEL_SELECTOR: ctx.dcd_name}},
-            "strategy": strategy(ctx),
-            "template": {"metadata": template_meta, "spec": pod_spec(ctx)},
-        },
+        "metadata": _metadata(ctx, ctx.dcd_name, kube_labels(ctx), annotations),
+        "spec": spec,
     }
 
 
 def service(ctx: ComponentContext) -> Obj | None:
-    """The component's ClusterIP Service (frontends always; others with Kubernetes discovery)."""
-    ports = component_type(ctx.type).service_ports(ctx)
-    if ports is None:
+    """The component's ClusterIP Service: frontends always, others with Kubernetes discovery."""
+    if not (ctx.k8s_discovery or ctx.type == "frontend"):
         return None
-    labels = component_labels(ctx)
-    if ctx.graph.discovery_backend == "kubernetes":
+    labels = kube_labels(ctx)
+    if ctx.k8s_discovery:
         labels = {
             **labels,
             names.LABEL_DISCOVERY_BACKEND: "kubernetes",
@@ -122,17 +136,49 @@ def service(ctx: ComponentContext) -> Obj | None:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": {
-            "name": ctx.dcd_name.replace(".", "-"),
-            "namespace": ctx.graph.namespace,
-            "labels": labels,
-        },
+        "metadata": _metadata(
+            ctx, names.service_name(ctx.dcd_name), dict(sorted(labels.items())), kube_annotations(ctx)
+        ),
         "spec": {
             "selector": {
                 names.LABEL_COMPONENT_TYPE: ctx.type,
                 names.LABEL_NAMESPACE: ctx.dynamo_namespace,
-                names.LABEL_COMPONENT: ctx.component.name,
+                names.LABEL_COMPONENT: ctx.name,
             },
-            "ports": ports,
+            "ports": [component_type(ctx.type).service_port(ctx)],
+        },
+    }
+
+
+def model_service(ctx: ComponentContext) -> Obj | None:
+    """Headless Service that finds every pod serving the component's base model."""
+    model = ctx.model_ref
+    if not model:
+        return None
+    model_hash = names.model_hash(model)
+    annotations = {**ctx.graph_spec_annotations, names.ANNOTATION_BASE_MODEL: model}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": names.model_service_name(model),
+            "namespace": ctx.namespace,
+            "labels": {
+                names.LABEL_BASE_MODEL_HASH: model_hash,
+                names.LABEL_MANAGED_BY: names.MANAGED_BY_OPERATOR,
+            },
+            "annotations": dict(sorted(annotations.items())),
+        },
+        "spec": {
+            "clusterIP": "None",
+            "selector": {names.LABEL_BASE_MODEL_HASH: model_hash},
+            "ports": [
+                {
+                    "name": "system",
+                    "port": MODEL_SERVICE_PORT,
+                    "targetPort": MODEL_SERVICE_PORT,
+                    "protocol": "TCP",
+                }
+            ],
         },
     }

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.component_type import (
-    MAIN_CONTAINER,
-    Obj,
-    base_pod_spec,
-    common_env,
-    http_probe,
-)
-from dynamo_infra.render.context import ComponentContext
+from dynamo_infra.render.component_type import base_pod_spec, common_env, http_probe
+from dynamo_infra.render.context import ComponentContext, Obj
 
 # HTTP port the frontend serves on (container port `http`, Service port `http`).
 HTTP_PORT = 8000
 HTTP_PORT_NAME = "http"
+# Component type the frontend defaults (and a worker's frontend sidecar) run as.
+FRONTEND = "frontend"
 # Frontend entry point.
 COMMAND = ["python3"]
 ARGS = ["-m", "dynamo.frontend"]
@@ -22,26 +18,31 @@ LIVENESS = {"initialDelaySeconds": 15, "periodSeconds": 10, "timeoutSeconds": 1,
 READINESS = {"initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
 
 
+def frontend_container(ctx: ComponentContext, name: str) -> Obj:
+    """The frontend defaults, also merged into a worker's frontend sidecar."""
+    env = [
+        *common_env(ctx, FRONTEND),
+        {"name": "DYNAMO_PORT", "value": str(HTTP_PORT)},
+        {"name": "DYN_HTTP_PORT", "value": str(HTTP_PORT)},
+        {"name": "DYN_NAMESPACE_PREFIX", "value": ctx.runtime_dynamo_namespace},
+    ]
+    return {
+        "name": name,
+        "command": list(COMMAND),
+        "args": list(ARGS),
+        "env": env,
+        "ports": [{"name": HTTP_PORT_NAME, "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        "livenessProbe": http_probe("/live", HTTP_PORT_NAME, **LIVENESS),
+        "readinessProbe": http_probe("/health", HTTP_PORT_NAME, **READINESS),
+    }
+
+
 class Frontend:
     def container(self, ctx: ComponentContext) -> Obj:
-        env = [
-            *common_env(ctx),
-            {"name": "DYNAMO_PORT", "value": str(HTTP_PORT)},
-            {"name": "DYN_HTTP_PORT", "value": str(HTTP_PORT)},
-            {"name": "DYN_NAMESPACE_PREFIX", "value": ctx.dynamo_namespace},
-        ]
-        return {
-            "name": MAIN_CONTAINER,
-            "command": list(COMMAND),
-            "args": list(ARGS),
-            "env": env,
-            "ports": [{"name": HTTP_PORT_NAME, "containerPort": HTTP_PORT, "protocol": "TCP"}],
-            "livenessProbe": http_probe("/live", HTTP_PORT_NAME, **LIVENESS),
-            "readinessProbe": http_probe("/health", HTTP_PORT_NAME, **READINESS),
-        }
+        return frontend_container(ctx, "main")
 
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return base_pod_spec()
 
-    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
-        return [{"name": HTTP_PORT_NAME, "port": HTTP_PORT, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}]
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        return {"name": HTTP_PORT_NAME, "port": HTTP_PORT, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}

@@ -28,6 +28,21 @@ ANNOTATION_MAX_SURGE = "nvidia.com/deployment-rolling-update-max-surge"
 ANNOTATION_MAX_UNAVAILABLE = "nvidia.com/deployment-rolling-update-max-unavailable"
 ANNOTATION_DEPLOYMENT_STRATEGY = "nvidia.com/deployment-strategy"
 ANNOTATION_CURRENT_WORKER_HASH = "nvidia.com/current-worker-hash-v2"
+ANNOTATION_DISABLE_PULL_SECRET_DISCOVERY = "nvidia.com/disable-image-pull-secret-discovery"
+ANNOTATION_ISTIO_INJECT = "sidecar.istio.io/inject"
+ANNOTATION_BASE_MODEL = "nvidia.com/dynamo-base-model"
+ANNOTATION_TOPOLOGY_LABEL_KEY = "nvidia.com/topology-label-key"
+ANNOTATION_TOPOLOGY_CLUSTER_TOPOLOGY = "nvidia.com/topology-cluster-topology-name"
+LABEL_BASE_MODEL_HASH = "nvidia.com/dynamo-base-model-hash"
+LABEL_MANAGED_BY = "nvidia.com/managed-by"
+# Value of `nvidia.com/dynamo-component-class` on workers of a graph that has an EPP.
+COMPONENT_CLASS_WORKER = "worker"
+# Annotations naming where topology labels come from (kept off pods unless the DCD carries them).
+TOPOLOGY_SOURCE_ANNOTATIONS = (ANNOTATION_TOPOLOGY_LABEL_KEY, ANNOTATION_TOPOLOGY_CLUSTER_TOPOLOGY)
+# The runtime namespace shared by components with `globalDynamoNamespace: true`.
+GLOBAL_DYNAMO_NAMESPACE = "dynamo"
+# Who manages the model headless Services (label value).
+MANAGED_BY_OPERATOR = "dynamo-operator"
 
 # DGD metadata annotations copied onto every component when the component does not set them.
 PROPAGATED_ANNOTATIONS = (
@@ -51,7 +66,7 @@ def normalize(name: str) -> str:
 def dynamo_namespace(k8s_namespace: str, dgd_name: str, global_namespace: bool = False) -> str:
     """The Dynamo runtime namespace of a graph: `{k8sNamespace}-{dgdName}` or the global `dynamo`."""
     if global_namespace:
-        return "dynamo"
+        return GLOBAL_DYNAMO_NAMESPACE
     return f"{k8s_namespace}-{dgd_name.replace('.', '-')}"
 
 
@@ -72,3 +87,23 @@ def short_hash(payload: Any, length: int = 8) -> str:
     """First `length` hex chars of SHA-256 of the canonical JSON of `payload`."""
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
+
+
+def service_name(name: str) -> str:
+    """Service names are DNS-1035 labels: `.` -> `-`, lowercased."""
+    return normalize(name)
+
+
+def adapter_name(dgd_name: str, component: str) -> str:
+    """DynamoGraphDeploymentScalingAdapter of a component."""
+    return f"{dgd_name}-{component.lower()}"
+
+
+def model_hash(model: str) -> str:
+    """First 8 hex chars of SHA-256 of a base model name (label-safe)."""
+    return hashlib.sha256(model.encode()).hexdigest()[:8]
+
+
+def model_service_name(model: str) -> str:
+    """Headless Service of a base model: `dynamo-model-{hash8}`."""
+    return f"dynamo-model-{model_hash(model)}"

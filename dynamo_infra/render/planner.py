@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.component_type import DEFAULT_COMMAND, MAIN_CONTAINER, Obj, base_pod_spec, common_env
-from dynamo_infra.render.context import ComponentContext
-from dynamo_infra.render.worker import SYSTEM_PORT, SYSTEM_PORT_NAME, system_probes
+from dynamo_infra.render.component_type import (
+    SYSTEM_PORT,
+    SYSTEM_PORT_NAME,
+    base_pod_spec,
+    common_container,
+    system_service_port,
+)
+from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.worker import system_probes
 
 # Port the planner exports its Prometheus metrics on.
 PLANNER_METRICS_PORT = 9085
@@ -14,11 +20,11 @@ PLANNER_SERVICE_ACCOUNT = "planner-serviceaccount"
 
 class Planner:
     def container(self, ctx: ComponentContext) -> Obj:
+        base = common_container(ctx)
         return {
-            "name": MAIN_CONTAINER,
-            "command": list(DEFAULT_COMMAND),
+            **base,
             "env": [
-                *common_env(ctx),
+                *base["env"],
                 {"name": "PLANNER_PROMETHEUS_PORT", "value": str(PLANNER_METRICS_PORT)},
                 {"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)},
             ],
@@ -32,7 +38,5 @@ class Planner:
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return {**base_pod_spec(), "serviceAccountName": PLANNER_SERVICE_ACCOUNT}
 
-    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
-        if ctx.graph.discovery_backend == "etcd":
-            return None
-        return [{"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT, "protocol": "TCP"}]
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        return system_service_port()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import re
 from collections.abc import Mapping
 
+from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.merge import merge_env, merge_override
-from dynamo_infra.render.component_type import MAIN_CONTAINER, ComponentType, Obj, Other
-from dynamo_infra.render.context import ComponentContext
-from dynamo_infra.render.frontend import Frontend
+from dynamo_infra.render.backend import Backend, backend_for, component_backend
+from dynamo_infra.render.component_type import ComponentType, Other
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.epp import EPP
+from dynamo_infra.render.frontend import Frontend, frontend_container
 from dynamo_infra.render.names import discovery_service_account
 from dynamo_infra.render.planner import Planner
 from dynamo_infra.render.worker import Worker
@@ -19,12 +24,13 @@ COMPONENT_TYPES: Mapping[str, ComponentType] = {
     "prefill": Worker(),
     "decode": Worker(),
     "planner": Planner(),
+    "epp": EPP(),
 }
 OTHER: ComponentType = Other()
 
 # Group id that owns mounted volumes when the user sets no pod securityContext.
 DEFAULT_FS_GROUP = 1000
-# /dev/shm as a memory-backed emptyDir, resizable by `sharedMemorySize` ("0" disables it).
+# /dev/shm as a memory-backed emptyDir, resizable by `sharedMemorySize` (a zero quantity disables it).
 SHARED_MEMORY_VOLUME = "shared-memory"
 SHARED_MEMORY_PATH = "/dev/shm"
 DEFAULT_SHARED_MEMORY_SIZE = "8Gi"
@@ -37,42 +43,117 @@ STANDARD_ENV = (
     ("MODEL_EXPRESS_URL", "model_express_url"),
     ("PROMETHEUS_ENDPOINT", "prometheus_endpoint"),
 )
+# Service account of pods that set none when Kubernetes discovery is off.
+DEFAULT_SERVICE_ACCOUNT = "default"
+_ZERO_QUANTITY = re.compile(r"^[+]?0*(\.0*)?([a-zA-Z]+|[eE][+-]?\d+)?$")
 
 
 def component_type(type_name: str) -> ComponentType:
     return COMPONENT_TYPES.get(type_name, OTHER)
 
 
-def main_container(ctx: ComponentContext) -> Obj:
-    """Base container of the type, with the user's `main` container and the DGD env merged in."""
-    base = component_type(ctx.type).container(ctx)
-    user = (
-        copy.deepcopy(
-            ctx.component.pod_template.container(MAIN_CONTAINER) if ctx.component.pod_template else None
-        )
-        or {}
-    )
-    user_env = merge_env(ctx.graph.dgd.spec.env, user.get("env"))
-    rest = {k: v for k, v in user.items() if k not in ("name", "env", *PROBES)}
-    container = merge_override(base, rest)
+def _problem(ctx: ComponentContext, field: str, message: str) -> DynamoValidationError:
+    return DynamoValidationError([Problem(f"components[{ctx.name}].{field}", message)])
+
+
+def merge_container(base: Obj, user: Obj) -> Obj:
+    """mergeContainerByName: user fields override, env merged by name, probes replaced whole."""
+    user = copy.deepcopy(user)
+    merged = merge_override(base, {k: v for k, v in user.items() if k not in ("name", "env", *PROBES)})
+    merged["env"] = merge_env(base.get("env"), user.get("env"))
     for probe in PROBES:
         if user.get(probe):
-            container[probe] = user[probe]
-    container["env"] = merge_env(base.get("env"), user_env)
-    infra = ctx.graph.options.infrastructure
-    present = {e["name"] for e in container["env"]}
-    extra = [
-        {"name": env, "value": getattr(infra, attr)}
-        for env, attr in STANDARD_ENV
-        if getattr(infra, attr) and env not in present
+            merged[probe] = user[probe]
+    merged["name"] = base["name"]
+    return merged
+
+
+def with_standard_env(ctx: ComponentContext, container: Obj) -> Obj:
+    """AddStandardEnvVars: infrastructure addresses beneath the container's own env (sorted)."""
+    infra = ctx.options.infrastructure
+    standard = [
+        {"name": env, "value": getattr(infra, attr)} for env, attr in STANDARD_ENV if getattr(infra, attr)
     ]
-    if extra:
-        container["env"] = merge_env(container["env"], extra)
-    return container
+    return {**container, "env": merge_env(standard, container.get("env"))}
 
 
-def _with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Obj, Obj]:
-    if str(size) == "0":
+def compilation_cache_path(ctx: ComponentContext, backend: Backend) -> str | None:
+    cache = ctx.spec.get("compilationCache")
+    if not cache:
+        return None
+    if not cache.get("pvcName"):
+        raise _problem(ctx, "compilationCache.pvcName", "is required when compilationCache is set")
+    path = cache.get("mountPath") or backend.default_compilation_cache_path()
+    if not path:
+        raise _problem(
+            ctx,
+            "compilationCache.mountPath",
+            f"is required for backend framework {component_backend(ctx)} (no default available)",
+        )
+    return str(path)
+
+
+def with_compilation_cache_mount(ctx: ComponentContext, container: Obj, pvc: str, path: str) -> Obj:
+    """applyCompilationCache: one writable mount of the cache PVC at its path."""
+    mounts: list[Obj] = []
+    mounted = False
+    for m in container.get("volumeMounts") or []:
+        m = dict(m)
+        if m.get("name") == pvc and not m.get("mountPath"):
+            m["mountPath"] = path
+        if m.get("mountPath") != path:
+            mounts.append(m)
+            continue
+        if m.get("name") != pvc:
+            raise _problem(
+                ctx, "compilationCache.mountPath", f"{path!r} is already used by volume {m.get('name')!r}"
+            )
+        if m.get("readOnly"):
+            raise _problem(ctx, "compilationCache", f"volume {pvc!r} at {path!r} must be writable")
+        if not mounted:
+            mounts.append(m)
+            mounted = True
+    if not mounted:
+        mounts.append({"name": pvc, "mountPath": path})
+    return {**container, "volumeMounts": mounts}
+
+
+def validate_mounts(ctx: ComponentContext, container: Obj) -> None:
+    for m in container.get("volumeMounts") or []:
+        if not m.get("name"):
+            raise _problem(ctx, "podTemplate", "volumeMount.name is required")
+        if not m.get("mountPath"):
+            raise _problem(ctx, "podTemplate", f"volumeMount.mountPath is required for {m['name']}")
+
+
+def with_compilation_cache_volume(ctx: ComponentContext, pod: Obj, pvc: str) -> Obj:
+    found = False
+    for v in pod.get("volumes") or []:
+        if v.get("name") != pvc:
+            continue
+        claim = v.get("persistentVolumeClaim")
+        if claim is None or claim.get("claimName") != pvc or claim.get("readOnly"):
+            raise _problem(
+                ctx, "compilationCache", f"volume {pvc!r} must be a writable PVC volume of claim {pvc!r}"
+            )
+        if found:
+            raise _problem(ctx, "compilationCache", f"volume {pvc!r} is defined more than once")
+        found = True
+    if found:
+        return pod
+    return {
+        **pod,
+        "volumes": [*(pod.get("volumes") or []), {"name": pvc, "persistentVolumeClaim": {"claimName": pvc}}],
+    }
+
+
+def is_zero_quantity(size: str | int | None) -> bool:
+    return size is not None and (size == 0 or bool(_ZERO_QUANTITY.match(str(size))))
+
+
+def with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Obj, Obj]:
+    """/dev/shm volume and mount, replacing any of the same name (or path); off for size 0."""
+    if is_zero_quantity(size):
         return pod, main
     volume = {
         "name": SHARED_MEMORY_VOLUME,
@@ -88,16 +169,72 @@ def _with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Ob
     return {**pod, "volumes": [*volumes, volume]}, {**main, "volumeMounts": [*mounts, mount]}
 
 
+def with_frontend_sidecar(ctx: ComponentContext, pod: Obj, sidecar: str, parent_mounts: list[Obj]) -> Obj:
+    """mergeFrontendSidecarDefaults: frontend defaults under the named container, main's mounts added."""
+    containers = list(pod.get("containers") or [])
+    for i, c in enumerate(containers):
+        if c.get("name") != sidecar:
+            continue
+        merged = with_standard_env(ctx, merge_container(frontend_container(ctx, sidecar), c))
+        seen = {m.get("name") for m in merged.get("volumeMounts") or []}
+        extra = [m for m in parent_mounts if m.get("name") not in seen]
+        if extra:
+            merged["volumeMounts"] = [*(merged.get("volumeMounts") or []), *extra]
+        containers[i] = merged
+        return {**pod, "containers": containers}
+    raise _problem(ctx, "frontendSidecar", f"{sidecar!r} does not match any podTemplate container")
+
+
+def with_implicit_pvc_volumes(pod: Obj) -> Obj:
+    """appendMissingPVCVolumesForMounts: volumes in main's mount order, unknown mounts become PVCs."""
+    volumes = list(pod.get("volumes") or [])
+    by_name = {v.get("name"): v for v in volumes}
+    ordered: list[Obj] = []
+    seen: set[str] = set()
+    for m in (pod.get("containers") or [{}])[0].get("volumeMounts") or []:
+        name = m.get("name")
+        if not name or name in seen:
+            continue
+        ordered.append(by_name.get(name) or {"name": name, "persistentVolumeClaim": {"claimName": name}})
+        seen.add(name)
+    ordered.extend(v for v in volumes if v.get("name") not in seen)
+    return {**pod, "volumes": ordered} if ordered else pod
+
+
 def pod_spec(ctx: ComponentContext) -> Obj:
-    """The pod spec the operator generates for a single-node component."""
-    main = main_container(ctx)
-    user_spec = copy.deepcopy((ctx.component.pod_template.spec if ctx.component.pod_template else None) or {})
+    """The pod spec the operator generates for a single-node component (before pull secrets)."""
+    ctype = component_type(ctx.type)
+    backend = backend_for(component_backend(ctx))
+    container = ctype.container(ctx)
+    user_main = ctx.container(MAIN_CONTAINER)
+    if user_main is not None:
+        container = merge_container(container, user_main)
+    cache_pvc = (ctx.spec.get("compilationCache") or {}).get("pvcName")
+    cache_path = compilation_cache_path(ctx, backend)
+    if cache_path:
+        container = with_compilation_cache_mount(ctx, container, str(cache_pvc), cache_path)
+        cache = {**ctx.spec["compilationCache"], "mountPath": cache_path}
+        ctx = dataclasses.replace(ctx, spec={**ctx.spec, "compilationCache": cache})
+    validate_mounts(ctx, container)
+    container = with_standard_env(ctx, container)
+    sidecar_mounts = list(container.get("volumeMounts") or [])
+    container = backend.container(ctx, container)
+
+    user_spec = copy.deepcopy(ctx.template_spec)
     sidecars = [c for c in user_spec.pop("containers", None) or [] if c.get("name") != MAIN_CONTAINER]
-    pod = merge_override(component_type(ctx.type).pod_spec(ctx), user_spec)
-    if "securityContext" not in user_spec:
-        pod["securityContext"] = {"fsGroup": DEFAULT_FS_GROUP}
-    if not pod.get("serviceAccountName") and ctx.graph.discovery_backend == "kubernetes":
-        pod["serviceAccountName"] = discovery_service_account(ctx.graph.name)
-    pod, main = _with_shared_memory(pod, main, ctx.component.shared_memory_size)
-    pod["containers"] = [main, *sidecars]
+    pod = merge_override(ctype.pod_spec(ctx), user_spec)
+    if user_spec.get("securityContext") is None:
+        pod["securityContext"] = {"fsGroup": DEFAULT_FS_GROUP, **(pod.get("securityContext") or {})}
+    if ctx.k8s_discovery and not pod.get("serviceAccountName"):
+        pod["serviceAccountName"] = discovery_service_account(ctx.parent_name)
+    if cache_path:
+        pod = with_compilation_cache_volume(ctx, pod, str(cache_pvc))
+    pod, container = with_shared_memory(pod, container, ctx.spec.get("sharedMemorySize"))
+    pod["containers"] = [container, *sidecars]
+    if ctx.spec.get("frontendSidecar"):
+        pod = with_frontend_sidecar(ctx, pod, str(ctx.spec["frontendSidecar"]), sidecar_mounts)
+    pod = backend.pod_spec(ctx, pod)
+    pod = with_implicit_pvc_volumes(pod)
+    if not pod.get("serviceAccountName"):
+        pod["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
     return pod

@@ -3,35 +3,38 @@
 from __future__ import annotations
 
 from dynamo_infra.render.component_type import (
-    DEFAULT_COMMAND,
-    MAIN_CONTAINER,
-    Obj,
+    SYSTEM_PORT,
+    SYSTEM_PORT_NAME,
     base_pod_spec,
-    common_env,
+    common_container,
     http_probe,
+    system_service_port,
 )
-from dynamo_infra.render.context import ComponentContext
+from dynamo_infra.render.context import ComponentContext, Obj
 
-# Dynamo system server (health, metrics) port.
-SYSTEM_PORT = 9090
-SYSTEM_PORT_NAME = "system"
+__all__ = ["SYSTEM_PORT", "SYSTEM_PORT_NAME", "Worker", "system_probes"]
+
 # NIXL telemetry exporter port.
 NIXL_PORT = 19090
+NIXL_PORT_NAME = "nixl"
 # Forward-pass metrics port.
 FORWARDPASS_METRIC_PORT = 20380
 # Probe timings at the parity pin (liveness failureThreshold 1 whatever the runtime version).
 LIVENESS = {"periodSeconds": 5, "timeoutSeconds": 4, "failureThreshold": 1}
 READINESS = {"periodSeconds": 10, "timeoutSeconds": 4, "failureThreshold": 3}
 STARTUP = {"periodSeconds": 10, "timeoutSeconds": 5, "failureThreshold": 720}
+# Endpoints whose health makes a worker ready.
+HEALTH_ENDPOINTS = '["generate"]'
+# Per-endpoint health checks are off at the pin whatever the runtime version.
+HEALTH_CHECK_ENABLED = "false"
 
 
 def worker_env(ctx: ComponentContext) -> list[Obj]:
     env = [
-        *common_env(ctx),
         {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
-        {"name": "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", "value": '["generate"]'},
+        {"name": "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", "value": HEALTH_ENDPOINTS},
         {"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)},
-        {"name": "DYN_HEALTH_CHECK_ENABLED", "value": "false"},
+        {"name": "DYN_HEALTH_CHECK_ENABLED", "value": HEALTH_CHECK_ENABLED},
         {"name": "NIXL_TELEMETRY_ENABLE", "value": "n"},
         {"name": "NIXL_TELEMETRY_EXPORTER", "value": "prometheus"},
         {"name": "NIXL_TELEMETRY_PROMETHEUS_PORT", "value": str(NIXL_PORT)},
@@ -52,13 +55,13 @@ def system_probes() -> Obj:
 
 class Worker:
     def container(self, ctx: ComponentContext) -> Obj:
+        base = common_container(ctx)
         return {
-            "name": MAIN_CONTAINER,
-            "command": list(DEFAULT_COMMAND),
-            "env": worker_env(ctx),
+            **base,
+            "env": [*base["env"], *worker_env(ctx)],
             "ports": [
                 {"name": SYSTEM_PORT_NAME, "containerPort": SYSTEM_PORT, "protocol": "TCP"},
-                {"name": "nixl", "containerPort": NIXL_PORT, "protocol": "TCP"},
+                {"name": NIXL_PORT_NAME, "containerPort": NIXL_PORT, "protocol": "TCP"},
             ],
             **system_probes(),
         }
@@ -66,7 +69,5 @@ class Worker:
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return base_pod_spec()
 
-    def service_ports(self, ctx: ComponentContext) -> list[Obj] | None:
-        if ctx.graph.discovery_backend == "etcd":
-            return None
-        return [{"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT, "protocol": "TCP"}]
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        return system_service_port()

@@ -1,0 +1,62 @@
+"""Scaling adapters (DGDSA) and the legacy `autoscaling` HPA."""
+
+from __future__ import annotations
+
+from dynamo_infra.api import v1beta1
+from dynamo_infra.render import names
+from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+
+# Adapters are stored (and written by the operator) as v1alpha1.
+ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
+# Initial adapter replicas when the component sets none.
+DEFAULT_ADAPTER_REPLICAS = 1
+# Target CPU utilisation of a legacy HPA that lists no metrics.
+DEFAULT_HPA_CPU_UTILIZATION = 80
+
+
+def scaling_adapter(g: GraphContext, component: v1beta1.Component) -> Obj | None:
+    """The component's DGDSA (`scalingAdapter` present); its replicas matter only at creation."""
+    if component.scaling_adapter is None:
+        return None
+    replicas = DEFAULT_ADAPTER_REPLICAS if component.replicas is None else component.replicas
+    return {
+        "apiVersion": ADAPTER_API_VERSION,
+        "kind": "DynamoGraphDeploymentScalingAdapter",
+        "metadata": {
+            "name": names.adapter_name(g.name, component.name),
+            "namespace": g.namespace,
+            "labels": {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component.name},
+        },
+        "spec": {"replicas": replicas, "dgdRef": {"name": g.name, "serviceName": component.name}},
+    }
+
+
+def hpa(ctx: ComponentContext) -> Obj | None:
+    """Legacy HPA for `autoscaling.enabled` (only with the cluster option; the pin ignores the field)."""
+    cfg = ctx.legacy.autoscaling or {}
+    if not ctx.options.legacy_autoscaling_hpa or not cfg.get("enabled"):
+        return None
+    metrics = cfg.get("metrics") or [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": DEFAULT_HPA_CPU_UTILIZATION},
+            },
+        }
+    ]
+    spec: Obj = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": ctx.dcd_name},
+        "maxReplicas": cfg.get("maxReplicas") or max(1, int(cfg.get("minReplicas") or 1)),
+        "metrics": metrics,
+    }
+    if cfg.get("minReplicas") is not None:
+        spec["minReplicas"] = cfg["minReplicas"]
+    if cfg.get("behavior"):
+        spec["behavior"] = cfg["behavior"]
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": ctx.dcd_name, "namespace": ctx.namespace, "labels": dict(ctx.labels)},
+        "spec": spec,
+    }

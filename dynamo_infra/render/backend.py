@@ -1,0 +1,82 @@
+"""Per backend (vllm, sglang, trtllm): how the engine adjusts the main container and the pod."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Protocol
+
+from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.sglang import SGLang
+from dynamo_infra.render.trtllm import TRTLLM
+from dynamo_infra.render.vllm import VLLM
+
+# Backend of components that run no engine (frontend, planner, epp, other) or none detected.
+NOOP = "noop"
+# A worker command naming `python… -m … dynamo.<backend>` selects that backend.
+DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
+    name: re.compile(rf"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.{name}[^|&;]*")
+    for name in ("vllm", "sglang", "trtllm")
+}
+
+
+class Backend(Protocol):
+    """Single-node steps of GenerateBasePodSpec that depend on the engine."""
+
+    def container(self, ctx: ComponentContext, container: Obj) -> Obj: ...
+
+    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj: ...
+
+    def default_compilation_cache_path(self) -> str | None:
+        """Where the compilation cache mounts when `compilationCache.mountPath` is unset."""
+        ...
+
+
+class Noop:
+    def container(self, ctx: ComponentContext, container: Obj) -> Obj:
+        return container
+
+    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj:
+        return pod
+
+    def default_compilation_cache_path(self) -> str | None:
+        return None
+
+
+def detect(command: list[str], args: list[str], where: str) -> str | None:
+    """DetectBackendFrameworkFromArgs: the one backend named in command/args, or None."""
+    text = " ".join([*command, *args])
+    found = sorted(name for name, pattern in DETECTION_PATTERNS.items() if pattern.search(text))
+    if len(found) > 1:
+        raise DynamoValidationError(
+            [Problem(where, f"multiple backend frameworks detected from command: {found}")]
+        )
+    return found[0] if found else None
+
+
+def component_backend(ctx: ComponentContext) -> str:
+    """determineBackendFramework: detected from a worker's command, else the DCD's, else noop."""
+    if not ctx.is_worker:
+        return NOOP
+    main = ctx.container(MAIN_CONTAINER) or {}
+    explicit = ctx.spec.get("backendFramework") or None
+    detected = detect(list(main.get("command") or []), list(main.get("args") or []), "spec.podTemplate")
+    if detected and explicit and detected != explicit:
+        raise DynamoValidationError(
+            [
+                Problem(
+                    f"components[{ctx.name}]",
+                    f'backend framework mismatch: detected "{detected}" from command but '
+                    f'explicitly configured as "{explicit}"',
+                )
+            ]
+        )
+    return detected or explicit or NOOP
+
+
+BACKENDS: Mapping[str, Backend] = {"vllm": VLLM(), "sglang": SGLang(), "trtllm": TRTLLM()}
+
+
+def backend_for(name: str) -> Backend:
+    return BACKENDS.get(name, Noop())

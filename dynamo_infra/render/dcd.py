@@ -1,0 +1,119 @@
+"""generateSingleDCD: the DynamoComponentDeployment the graph controller writes for a component."""
+
+from __future__ import annotations
+
+import copy
+
+from dynamo_infra.api import v1beta1
+from dynamo_infra.api.merge import merge_env
+from dynamo_infra.render import kvtransfer, names
+from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext, Obj
+from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+
+# apiVersion/kind of the generated component objects.
+DCD_API_VERSION = v1beta1.API_VERSION
+DCD_KIND = "DynamoComponentDeployment"
+
+
+def _low_priority(dst: dict[str, str], src: dict[str, str] | None) -> dict[str, str]:
+    """mergeLowPriorityMetadata: keys already present win."""
+    return {**(src or {}), **dst}
+
+
+def _ensure_main(template: Obj) -> Obj:
+    """ensureMainContainer: the `main` container of the template, created first when absent."""
+    spec = template.setdefault("spec", {})
+    containers = spec.setdefault("containers", [])
+    for c in containers:
+        if c.get("name") == MAIN_CONTAINER:
+            return dict(c)
+    containers.insert(0, {"name": MAIN_CONTAINER})
+    return containers[0]  # type: ignore[no-any-return]
+
+
+def _set_main(template: Obj, main: Obj) -> None:
+    containers = template["spec"]["containers"]
+    for i, c in enumerate(containers):
+        if c.get("name") == MAIN_CONTAINER:
+            containers[i] = main
+
+
+def _template_defaults(g: GraphContext, component: v1beta1.Component, template: Obj) -> None:
+    """applyDGDTemplateDefaults: DGD env under main's, KV policy, propagated metadata."""
+    meta = template.setdefault("metadata", {})
+    if g.dgd.spec.env:
+        main = _ensure_main(template)
+        _set_main(template, {**main, "env": merge_env(g.dgd.spec.env, main.get("env"))})
+    policy = kvtransfer.policy_of(g.dgd)
+    if policy and component.is_worker:
+        main = _ensure_main(template)
+        main, spec = kvtransfer.apply_to_main(main, template["spec"], policy)
+        template["spec"] = spec
+        _set_main(template, main)
+    annotations = dict(meta.get("annotations") or {})
+    for key in names.PROPAGATED_ANNOTATIONS:
+        if key in g.annotations and key not in annotations:
+            annotations[key] = g.annotations[key]
+    meta["annotations"] = _low_priority(annotations, g.dgd.spec.annotations)
+    meta["labels"] = _low_priority(dict(meta.get("labels") or {}), g.dgd.spec.labels)
+
+
+def _prune_empty(template: Obj) -> Obj:
+    """Go omits empty maps and slices; so do we."""
+    meta = {k: v for k, v in (template.get("metadata") or {}).items() if v}
+    out = {k: v for k, v in template.items() if k != "metadata"}
+    if meta:
+        out = {"metadata": meta, **out}
+    if not out.get("spec"):
+        out.pop("spec", None)
+    return out
+
+
+def generate_dcd(g: GraphContext, component: v1beta1.Component, worker_hash: str | None) -> Obj:
+    """The v1beta1 DCD for one component (`worker_hash` names worker generations)."""
+    spec = copy.deepcopy(component.to_wire())
+    template = spec.get("podTemplate") or {}
+    template_labels = dict((template.get("metadata") or {}).get("labels") or {})
+    base = names.component_base_name(g.name, component.name)
+    dcd_name = f"{base}-{worker_hash}" if component.is_worker and worker_hash else base
+    labels = {
+        **template_labels,
+        names.LABEL_COMPONENT: component.name,
+        names.LABEL_NAMESPACE: names.dynamo_namespace(
+            g.namespace, g.name, bool(component.global_dynamo_namespace)
+        ),
+        names.LABEL_GRAPH: g.name,
+    }
+    annotations: dict[str, str] = {}
+    meta = template.setdefault("metadata", {})
+    if component.is_worker:
+        labels[names.LABEL_WORKER_HASH] = worker_hash or ""
+        meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
+        if g.has_epp:
+            labels[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
+            meta["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
+    if component.type == "epp":
+        meta["annotations"] = {names.ANNOTATION_ISTIO_INJECT: "false", **(meta.get("annotations") or {})}
+    _template_defaults(g, component, template)
+    policy = kvtransfer.policy_of(g.dgd)
+    if policy and component.is_worker:
+        annotations.update(kvtransfer.topology_annotations(policy))
+    restart_at = g.restart_at.get(component.name)
+    if restart_at:
+        meta["annotations"] = {**meta.get("annotations", {}), names.ANNOTATION_RESTART_AT: restart_at}
+    if component.type == "planner":
+        template.setdefault("spec", {})["serviceAccountName"] = PLANNER_SERVICE_ACCOUNT
+    spec["podTemplate"] = _prune_empty(template)
+    if not spec["podTemplate"]:
+        spec.pop("podTemplate")
+    if g.backend:
+        spec["backendFramework"] = g.backend
+    metadata: Obj = {"name": dcd_name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {
+        "apiVersion": DCD_API_VERSION,
+        "kind": DCD_KIND,
+        "metadata": metadata,
+        "spec": dict(sorted(spec.items())),
+    }

@@ -1,0 +1,215 @@
+"""EPP (endpoint picker) component and the graph objects that serve it: ConfigMap, InferencePool,
+DestinationRule."""
+
+from __future__ import annotations
+
+import yaml
+
+from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.render import names
+from dynamo_infra.render.component_type import base_pod_spec, common_container
+from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+
+# gRPC port the InferencePool calls the EPP on (Service port `grpc`, appProtocol http2).
+GRPC_PORT = 9002
+GRPC_PORT_NAME = "grpc"
+# gRPC health port and the service name its probes ask for.
+GRPC_HEALTH_PORT = 9003
+GRPC_HEALTH_SERVICE = "inference-extension"
+# Metrics port of the EPP.
+METRICS_PORT = 9090
+# Frontend port the InferencePool routes to on worker pods.
+TARGET_PORT = 8000
+# Probe timings (gRPC health): liveness/readiness, and a 30-minute startup allowance.
+LIVENESS = {"initialDelaySeconds": 5, "periodSeconds": 10}
+READINESS = {"initialDelaySeconds": 5, "periodSeconds": 10}
+STARTUP = {"periodSeconds": 10, "failureThreshold": 180}
+# The EPP's own environment at the pin.
+ENV = (("USE_STREAMING", "true"), ("RUST_LOG", "info"), ("DYN_ENFORCE_DISAGG", "false"))
+# Cluster-wide service account the EPP runs as (bound by the platform).
+SERVICE_ACCOUNT = "epp-serviceaccount"
+# The EPP drains in-flight streams before exiting.
+TERMINATION_GRACE_PERIOD_S = 130
+# ConfigMap key / mount of the EPP configuration.
+CONFIG_KEY = "epp-config-dynamo.yaml"
+CONFIG_VOLUME = "epp-config"
+CONFIG_DIR = "/etc/epp"
+# HuggingFace cache for model config downloads.
+HF_CACHE_VOLUME = "hf-cache"
+HF_CACHE_PATH = "/home/nonroot/.cache"
+# Verbosity and log format of the EPP.
+LOG_VERBOSITY = "4"
+LOG_ENCODER = "json"
+# API group/version of the InferencePool (stable Gateway API inference extension).
+POOL_GROUP = "inference.networking.k8s.io"
+POOL_API_VERSION = f"{POOL_GROUP}/v1"
+# apiVersion/kind stamped into the EndpointPickerConfig document.
+PICKER_CONFIG_API_VERSION = "inference.networking.x-k8s.io/v1alpha1"
+PICKER_CONFIG_KIND = "EndpointPickerConfig"
+# Istio DestinationRule API and the TLS defaults towards the EPP.
+DESTINATION_RULE_API_VERSION = "networking.istio.io/v1beta1"
+DEFAULT_INSECURE_SKIP_VERIFY = True
+
+
+def config_map_name(dgd: str) -> str:
+    return f"{dgd}-epp-config"
+
+
+def pool_name(dgd: str) -> str:
+    return f"{dgd}-pool"
+
+
+def _config_volume(ctx: ComponentContext) -> Obj:
+    ref = (ctx.spec.get("eppConfig") or {}).get("configMapRef")
+    name, key = config_map_name(ctx.parent_name), CONFIG_KEY
+    if ref:
+        name, key = ref.get("name") or "", ref.get("key") or CONFIG_KEY
+    return {"name": CONFIG_VOLUME, "configMap": {"name": name, "items": [{"key": key, "path": CONFIG_KEY}]}}
+
+
+def _grpc_probe(**timing: int) -> Obj:
+    return {"grpc": {"port": GRPC_HEALTH_PORT, "service": GRPC_HEALTH_SERVICE}, **timing}
+
+
+class EPP:
+    def container(self, ctx: ComponentContext) -> Obj:
+        base = common_container(ctx)
+        base.pop("command")
+        env = [
+            *base["env"],
+            *({"name": k, "value": v} for k, v in ENV),
+            {"name": "DYN_NAMESPACE_PREFIX", "value": ctx.runtime_dynamo_namespace},
+        ]
+        args = [
+            "--pool-name", pool_name(ctx.parent_name),
+            "--pool-namespace", ctx.namespace,
+            "--pool-group", POOL_GROUP,
+            "-v", LOG_VERBOSITY,
+            "--zap-encoder", LOG_ENCODER,
+            "--grpc-port", str(GRPC_PORT),
+            "--grpc-health-port", str(GRPC_HEALTH_PORT),
+            "--config-file", f"{CONFIG_DIR}/{CONFIG_KEY}",
+        ]  # fmt: skip
+        return {
+            **base,
+            "args": args,
+            "env": env,
+            "ports": [
+                {"name": GRPC_PORT_NAME, "containerPort": GRPC_PORT, "protocol": "TCP"},
+                {"name": "grpc-health", "containerPort": GRPC_HEALTH_PORT, "protocol": "TCP"},
+                {"name": "metrics", "containerPort": METRICS_PORT, "protocol": "TCP"},
+            ],
+            "livenessProbe": _grpc_probe(**LIVENESS),
+            "readinessProbe": _grpc_probe(**READINESS),
+            "startupProbe": _grpc_probe(**STARTUP),
+            "volumeMounts": [
+                {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+                {"name": HF_CACHE_VOLUME, "mountPath": HF_CACHE_PATH},
+            ],
+        }
+
+    def pod_spec(self, ctx: ComponentContext) -> Obj:
+        return {
+            **base_pod_spec(),
+            "serviceAccountName": SERVICE_ACCOUNT,
+            "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_S,
+            "volumes": [_config_volume(ctx), {"name": HF_CACHE_VOLUME, "emptyDir": {}}],
+        }
+
+    def service_port(self, ctx: ComponentContext) -> Obj:
+        return {
+            "name": GRPC_PORT_NAME,
+            "port": GRPC_PORT,
+            "targetPort": GRPC_PORT,
+            "protocol": "TCP",
+            "appProtocol": "http2",
+        }
+
+
+def picker_config_yaml(config: Obj) -> str:
+    """The inline EndpointPickerConfig as the operator writes it (sorted keys, block style)."""
+    doc = {"apiVersion": PICKER_CONFIG_API_VERSION, "kind": PICKER_CONFIG_KIND, **config}
+    return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def _labels(g: GraphContext, component: str) -> dict[str, str]:
+    return {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component, names.LABEL_COMPONENT_TYPE: "epp"}
+
+
+def epp_objects(g: GraphContext) -> list[Obj]:
+    """ConfigMap (inline config only), InferencePool and, with Istio, the DestinationRule."""
+    epp = next((c for c in g.dgd.spec.components or [] if c.type == "epp"), None)
+    if epp is None:
+        return []
+    out: list[Obj] = []
+    cfg = epp.epp_config.to_wire() if epp.epp_config else {}
+    if not cfg.get("configMapRef"):
+        if cfg.get("config") is None:
+            raise DynamoValidationError(
+                [
+                    Problem(
+                        f"spec.components[{epp.name}].eppConfig",
+                        "EPP configuration is required: set eppConfig.configMapRef or eppConfig.config",
+                    )
+                ]
+            )
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": config_map_name(g.name),
+                    "namespace": g.namespace,
+                    "labels": _labels(g, epp.name),
+                },
+                "data": {CONFIG_KEY: picker_config_yaml(cfg["config"])},
+            }
+        )
+    service = names.component_base_name(g.name, epp.name)
+    dyn_ns = names.dynamo_namespace(g.namespace, g.name, bool(epp.global_dynamo_namespace))
+    out.append(
+        {
+            "apiVersion": POOL_API_VERSION,
+            "kind": "InferencePool",
+            "metadata": {"name": pool_name(g.name), "namespace": g.namespace, "labels": _labels(g, epp.name)},
+            "spec": {
+                "targetPorts": [{"number": TARGET_PORT}],
+                "selector": {
+                    "matchLabels": {
+                        names.LABEL_COMPONENT_CLASS: names.COMPONENT_CLASS_WORKER,
+                        names.LABEL_NAMESPACE: dyn_ns,
+                    }
+                },
+                "endpointPickerRef": {"kind": "Service", "name": service, "port": {"number": GRPC_PORT}},
+            },
+        }
+    )
+    if g.options.service_mesh.provider == "istio":
+        out.append(destination_rule(service, g))
+    return out
+
+
+def destination_rule(service: str, g: GraphContext) -> Obj:
+    """How mesh sidecars reach the EPP's own TLS endpoint (avoids double TLS)."""
+    istio = g.options.service_mesh.istio
+    skip = DEFAULT_INSECURE_SKIP_VERIFY if istio.insecure_skip_verify is None else istio.insecure_skip_verify
+    tls: Obj = {"mode": istio.tls_mode, "insecureSkipVerify": skip}
+    if istio.tls_mode == "MUTUAL":
+        tls.update(
+            {
+                k: v
+                for k, v in (
+                    ("clientCertificate", istio.client_certificate),
+                    ("privateKey", istio.private_key),
+                    ("caCertificates", istio.ca_certificates),
+                )
+                if v
+            }
+        )
+    name = names.service_name(service)
+    return {
+        "apiVersion": DESTINATION_RULE_API_VERSION,
+        "kind": "DestinationRule",
+        "metadata": {"name": name, "namespace": g.namespace},
+        "spec": {"host": f"{name}.{g.namespace}.svc.cluster.local", "trafficPolicy": {"tls": tls}},
+    }

@@ -1,0 +1,75 @@
+"""v1alpha1 fields that have no v1beta1 home and that the operator still honours after conversion.
+
+The operator keeps them in the `nvidia.com/dgd-spec` annotation of the stored v1beta1 object; we read
+them from the v1alpha1 input directly (or from that annotation when a v1beta1 graph carries it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dynamo_infra.api import AnyDGD, v1alpha1
+
+Obj = dict[str, Any]
+
+# Annotation in which v1alpha1 -> v1beta1 conversion preserves the fields v1beta1 lacks.
+ANNOTATION_DGD_SPEC = "nvidia.com/dgd-spec"
+
+
+@dataclass(frozen=True)
+class LegacyComponent:
+    """Per-component v1alpha1 fields (all optional)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    sub_component_type: str | None = None
+    dynamo_namespace: str | None = None
+    ingress: Obj | None = None
+    autoscaling: Obj | None = None
+
+
+@dataclass(frozen=True)
+class LegacyGraph:
+    """Graph-level v1alpha1 fields: `spec.pvcs` and the per-component leftovers."""
+
+    pvcs: tuple[Obj, ...] = ()
+    components: Mapping[str, LegacyComponent] = field(default_factory=dict)
+
+    def component(self, name: str) -> LegacyComponent:
+        return self.components.get(name) or LegacyComponent()
+
+
+def _component(raw: Obj) -> LegacyComponent:
+    return LegacyComponent(
+        labels=dict(raw.get("labels") or {}),
+        annotations=dict(raw.get("annotations") or {}),
+        sub_component_type=raw.get("subComponentType") or None,
+        dynamo_namespace=raw.get("dynamoNamespace") or None,
+        ingress=raw.get("ingress") or None,
+        autoscaling=raw.get("autoscaling") or None,
+    )
+
+
+def _from_spec(spec: Obj) -> LegacyGraph:
+    services = spec.get("services") or {}
+    return LegacyGraph(
+        pvcs=tuple(dict(p) for p in spec.get("pvcs") or []),
+        components={name: _component(raw or {}) for name, raw in sorted(services.items())},
+    )
+
+
+def legacy_of(dgd: AnyDGD) -> LegacyGraph:
+    """The v1alpha1 leftovers of a graph, whatever version it was written in."""
+    if isinstance(dgd, v1alpha1.DynamoGraphDeployment):
+        return _from_spec(dgd.spec.to_wire())
+    raw = (dgd.metadata.annotations or {}).get(ANNOTATION_DGD_SPEC)
+    if not raw:
+        return LegacyGraph()
+    try:
+        spec = json.loads(raw)
+    except ValueError:
+        return LegacyGraph()
+    return _from_spec(spec) if isinstance(spec, dict) else LegacyGraph()
