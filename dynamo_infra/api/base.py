@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import typing
 import warnings
@@ -48,6 +49,9 @@ class DynamoModel(BaseModel):
         With `lenient`, unknown fields are dropped from the typed model and reported as
         `DynamoWarning`s (never silently).
         """
+        problems = json_problems(data)
+        if problems:
+            raise DynamoValidationError(problems)
         problems = _model_problems(cls, data)
         unknown = [p for p in problems if p.message == UNKNOWN_FIELD]
         if lenient and unknown:
@@ -74,6 +78,27 @@ class ApiModel(DynamoModel):
     """A model of a custom resource's schema: strict types, as the API server checks them."""
 
     model_config = ConfigDict(strict=True)
+
+
+def json_problems(data: Any, at: tuple[str | int, ...] = ()) -> list[Problem]:
+    """Values that have no JSON form (YAML sets, binary, non-string keys, NaN): Kubernetes rejects them."""
+    if isinstance(data, dict):
+        out: list[Problem] = []
+        for k, v in data.items():
+            if not isinstance(k, str):
+                out.append(
+                    Problem(join_path(*at, str(k)), f"mapping keys must be strings (got {kind_of(k)})")
+                )
+            else:
+                out.extend(json_problems(v, (*at, k)))
+        return out
+    if isinstance(data, list):
+        return [p for i, v in enumerate(data) for p in json_problems(v, (*at, i))]
+    if isinstance(data, float) and not math.isfinite(data):
+        return [Problem(join_path(*at), f"must be a finite number (got {data})")]
+    if data is None or isinstance(data, str | int | float | bool):
+        return []
+    return [Problem(join_path(*at), f"unsupported value of type {type(data).__name__}")]
 
 
 def _model_problems(cls: type[BaseModel], data: Any) -> list[Problem]:

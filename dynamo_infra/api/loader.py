@@ -57,6 +57,20 @@ def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        if not isinstance(key, str | int | float | bool | None):
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a mapping key must be a scalar (line {mark.line + 1}, column {mark.column + 1})",
+                mark,
+            )
+        if isinstance(key, bool):
+            key = "true" if key else "false"
+        elif key is None:
+            key = "null"
+        elif not isinstance(key, str):
+            key = str(key)  # as Kubernetes' YAML-to-JSON conversion does
         if key in out:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
@@ -67,6 +81,11 @@ def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
+# Timestamps stay strings, as Kubernetes' YAML decoding keeps them.
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 def _read(source: str | Path) -> tuple[str, str]:

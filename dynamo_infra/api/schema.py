@@ -17,6 +17,8 @@ MAX_SCHEMA_BYTES = 2 * 1024 * 1024
 SCHEMA_DIR = Path(__file__).parent / "schemas"
 # Keys of the CRD schemas that validation does not need.
 _PRUNED_KEYS = frozenset({"description", "x-kubernetes-validations"})
+# Integer formats of the Kubernetes schemas, checked as ranges.
+_INT_BITS = {"int32": 32, "int64": 64}
 
 
 def strict_openapi(node: Any) -> Any:
@@ -27,6 +29,10 @@ def strict_openapi(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     out = {k: strict_openapi(v) for k, v in node.items() if k not in _PRUNED_KEYS}
+    bits = _INT_BITS.get(str(out.get("format")))
+    if out.get("type") == "integer" and bits:
+        out.setdefault("minimum", -(2 ** (bits - 1)))
+        out.setdefault("maximum", 2 ** (bits - 1) - 1)
     if out.get("nullable") and isinstance(out.get("type"), str):
         out["type"] = [out["type"], "null"]
     if (

@@ -514,3 +514,62 @@ def test_deeply_nested_yaml() -> None:
     with pytest.raises(DynamoValidationError) as info:
         load_yaml("a: " + "[" * 5000 + "]" * 5000 + "\n")
     assert [str(p) for p in info.value.problems] == ["invalid YAML: nested too deeply"]
+
+
+WEIRD = """apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  components:
+  - name: W
+    podTemplate:
+      metadata: {labels: {%s}}
+      spec:
+        containers: [{name: main, image: img, %s}]
+"""
+P = "spec.components[0].podTemplate"
+
+
+@pytest.mark.parametrize(
+    ("labels", "container", "expected"),
+    [
+        ("a: !!binary aGVsbG8=", "args: [x]", f"{P}.metadata.labels.a: unsupported value of type bytes"),
+        (
+            "a: b",
+            "env: [{name: x, value: !!set {a}}]",
+            f"{P}.spec.containers[0].env[0].value: unsupported value of type set",
+        ),
+        ("a: b", "args: [.nan]", f"{P}.spec.containers[0].args[0]: must be a finite number (got nan)"),
+        (
+            "a: b",
+            "ports: [{containerPort: 99999999999999999999999}]",
+            f"{P}.spec.containers[0].ports[0].containerPort: must be ≤ 2147483647 (got 99999999999999999999999)",
+        ),
+        (
+            "? [a]\n        : b",
+            "args: [x]",
+            "invalid YAML: line 8, column 29: a mapping key must be a scalar (line 8, column 29)",
+        ),
+    ],
+)
+def test_values_without_a_json_form(labels: str, container: str, expected: str) -> None:
+    with pytest.raises(DynamoValidationError) as info:
+        load_yaml(WEIRD % (labels, container))
+    assert [str(p) for p in info.value.problems] == [expected]
+
+
+def test_timestamps_and_scalar_keys_stay_strings_as_in_kubernetes() -> None:
+    g = load_yaml(WEIRD % ("1: a, on: 2024-01-01", "args: [2024-01-01T00:00:00Z]")).graphs[0]
+    template = g.to_manifest()["spec"]["components"][0]["podTemplate"]
+    assert template["metadata"]["labels"] == {"1": "a", "true": "2024-01-01"}
+    assert template["spec"]["containers"][0]["args"] == ["2024-01-01T00:00:00Z"]
+
+
+def test_python_input_with_non_string_keys() -> None:
+    from dynamo_infra.api import v1alpha1
+
+    with pytest.raises(DynamoValidationError) as info:
+        v1alpha1.DynamoGraphDeployment.parse({"metadata": {"name": "g"}, "spec": {"labels": {1: "a"}}})
+    assert [str(p) for p in info.value.problems] == [
+        "spec.labels.1: mapping keys must be strings (got integer)"
+    ]
