@@ -103,7 +103,7 @@ def deployment(ctx: ComponentContext) -> Obj:
     annotations = kube_annotations(ctx)
     template_meta: Obj = {"labels": pod_labels(ctx, annotations)}
     if annotations:
-        template_meta["annotations"] = annotations
+        template_meta["annotations"] = dict(annotations)
     spec: Obj = {}
     if ctx.spec.get("replicas") is not None:
         spec["replicas"] = int(ctx.spec["replicas"])

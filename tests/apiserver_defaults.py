@@ -1,0 +1,129 @@
+"""The defaults the Kubernetes API server adds to objects we render (for pure comparisons).
+
+Covers the fields the operator's expected outputs show for Deployments, Services and pod templates;
+the integration tests compare against objects read back from a real API server instead.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+Obj = dict[str, Any]
+
+PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
+# Projected / configMap / secret / downwardAPI volumes default to mode 0644.
+DEFAULT_MODE = 420
+
+
+def _pull_policy(image: str | None) -> str:
+    tail = (image or "").rsplit("/", 1)[-1]
+    if "@" in tail:
+        return "IfNotPresent"
+    tag = tail.split(":", 1)[1] if ":" in tail else "latest"
+    return "Always" if tag == "latest" else "IfNotPresent"
+
+
+def _probe(p: Obj | None) -> Obj | None:
+    if not p:
+        return p
+    out = {**PROBE_DEFAULTS, **p}
+    if "httpGet" in out:
+        out["httpGet"] = {"scheme": "HTTP", **out["httpGet"]}
+    if "grpc" in out:
+        out["grpc"] = {"service": "", **out["grpc"]}
+    return out
+
+
+def _env(env: list[Obj] | None) -> list[Obj] | None:
+    if env is None:
+        return None
+    out = []
+    for e in env:
+        ref = (e.get("valueFrom") or {}).get("fieldRef")
+        if ref is not None:
+            e = {**e, "valueFrom": {**e["valueFrom"], "fieldRef": {"apiVersion": "v1", **ref}}}
+        out.append(e)
+    return out
+
+
+def container(c: Obj) -> Obj:
+    out = {
+        "imagePullPolicy": _pull_policy(c.get("image")),
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "resources": {},
+        **c,
+    }
+    for probe in ("livenessProbe", "readinessProbe", "startupProbe"):
+        if out.get(probe):
+            out[probe] = _probe(out[probe])
+    if "ports" in out:
+        out["ports"] = [{"protocol": "TCP", **p} for p in out["ports"]]
+    if "env" in out:
+        out["env"] = _env(out["env"])
+    return out
+
+
+def _volume(v: Obj) -> Obj:
+    for kind in ("configMap", "secret", "downwardAPI"):
+        if kind in v:
+            src = {"defaultMode": DEFAULT_MODE, **v[kind]}
+            if kind == "downwardAPI" and "items" in src:
+                src["items"] = [
+                    {**i, "fieldRef": {"apiVersion": "v1", **i["fieldRef"]}} if "fieldRef" in i else i
+                    for i in src["items"]
+                ]
+            return {**v, kind: src}
+    return v
+
+
+def pod_spec(spec: Obj) -> Obj:
+    out = {
+        "dnsPolicy": "ClusterFirst",
+        "restartPolicy": "Always",
+        "schedulerName": "default-scheduler",
+        "securityContext": {},
+        "terminationGracePeriodSeconds": 30,
+        **spec,
+    }
+    if out.get("serviceAccountName"):
+        out.setdefault("serviceAccount", out["serviceAccountName"])
+    out["containers"] = [container(c) for c in out.get("containers") or []]
+    if "initContainers" in out:
+        out["initContainers"] = [container(c) for c in out["initContainers"]]
+    if "volumes" in out:
+        out["volumes"] = [_volume(v) for v in out["volumes"]]
+    return out
+
+
+def deployment(d: Obj) -> Obj:
+    out = copy.deepcopy(d)
+    spec = out["spec"]
+    spec.setdefault("replicas", 1)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault(
+        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    )
+    spec["template"]["spec"] = pod_spec(spec["template"]["spec"])
+    return out
+
+
+def service(s: Obj) -> Obj:
+    out = copy.deepcopy(s)
+    spec = out["spec"]
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    spec["ports"] = [{"protocol": "TCP", **p} for p in spec.get("ports") or []]
+    return out
+
+
+DEFAULTERS = {("apps/v1", "Deployment"): deployment, ("v1", "Service"): service}
+
+
+def with_defaults(obj: Obj) -> Obj:
+    """`obj` as the API server would store it (for the kinds listed in DEFAULTERS)."""
+    fn = DEFAULTERS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
+    return fn(obj) if fn else obj
