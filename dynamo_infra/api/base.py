@@ -43,11 +43,12 @@ class DynamoModel(BaseModel):
     )
 
     @classmethod
-    def parse(cls, data: Any, *, lenient: bool = False) -> Self:
+    def parse(cls, data: Any, *, lenient: bool = False, kube_schema: bool = True) -> Self:
         """Validate wire-format data; raise DynamoValidationError with one problem per bad field.
 
         With `lenient`, unknown fields are dropped from the typed model and reported as
-        `DynamoWarning`s (never silently).
+        `DynamoWarning`s (never silently). `kube_schema=False` skips the CRD-schema check of
+        Kubernetes sub-objects (for data built from an already validated object).
         """
         problems = json_problems(data)
         if problems:
@@ -57,7 +58,8 @@ class DynamoModel(BaseModel):
         if lenient and unknown:
             problems = [p for p in problems if p.message != UNKNOWN_FIELD]
             data = strip_unknown(cls, data)
-        problems += cls._extra_problems(data, lenient=lenient)
+        if kube_schema:
+            problems += cls._extra_problems(data, lenient=lenient)
         if problems:
             raise DynamoValidationError(problems)
         if lenient and unknown:

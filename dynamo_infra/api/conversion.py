@@ -211,7 +211,8 @@ def _convert(
     if new_annotations:
         meta["annotations"] = new_annotations
     out["metadata"] = meta
-    return dst_model.parse(out)
+    # Kubernetes sub-objects were checked when `src` was loaded; conversion only moves them.
+    return dst_model.parse(out, kube_schema=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,6 +299,8 @@ def _main_container(s: Wire) -> KubeObject:
     for probe in ("livenessProbe", "readinessProbe"):
         if s.get(probe) is not None:
             main[probe] = copy.deepcopy(s[probe])
+    # The compilation-cache mount is carried by `compilationCache` (the renderer mounts it), so hub
+    # objects written by hand, which never list it, convert without a preserved pod template.
     mounts = [
         {"name": m["name"], "mountPath": m.get("mountPoint", "")}
         for m in s.get("volumeMounts") or []
@@ -326,6 +329,7 @@ def _has_pod_content(s: Wire) -> bool:
         or s.get("envs")
         or s.get("envFromSecret")
         or any(not m.get("useAsCompilationCache") for m in s.get("volumeMounts") or [])
+        # a compilation-cache mount alone is carried by `compilationCache`, not the pod template
         or s.get("livenessProbe") is not None
         or s.get("readinessProbe") is not None
         or any(v not in (None, {}, []) for v in eps.values())
@@ -462,9 +466,14 @@ def _decompose_pod_template(c: Wire, out: Wire) -> None:
             if main.get(probe) is not None:
                 out[probe] = main.pop(probe)
         mounts = main.pop("volumeMounts", None) or []
-        flat = [{"name": m.get("name"), "mountPoint": m.get("mountPath")} for m in mounts]
+        flat = list(out.get("volumeMounts") or [])
+        for m in mounts:
+            if not any(
+                f["name"] == m.get("name") and f.get("mountPoint", "") == m.get("mountPath") for f in flat
+            ):
+                flat.append({"name": m.get("name"), "mountPoint": m.get("mountPath")})
         if flat:
-            out["volumeMounts"] = [*(out.get("volumeMounts") or []), *flat]
+            out["volumeMounts"] = flat
         main = {k: v for k, v in main.items() if v not in (None, [], {})}
     pod_spec = {k: v for k, v in spec.items() if k != "containers"}
     if others:
