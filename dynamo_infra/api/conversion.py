@@ -510,7 +510,7 @@ def component_from_hub(c: Wire, *, service_name: bool = False) -> Wire:
             out[key] = copy.deepcopy(c[key])
     if "sharedMemorySize" in c:
         size = c["sharedMemorySize"]
-        out["sharedMemory"] = {"disabled": True} if str(size) == SHM_DISABLED else {"size": size}
+        out["sharedMemory"] = {"disabled": True} if v1alpha1.quantity_sign(size) == 0 else {"size": size}
     if "scalingAdapter" in c:
         out["scalingAdapter"] = {"enabled": True}
     cache = c.get("compilationCache")

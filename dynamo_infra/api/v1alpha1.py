@@ -74,17 +74,23 @@ class Multinode(ApiModel):
     node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
 
 
+def quantity_sign(q: str | int) -> int:
+    """-1, 0 or 1: the sign of a quantity (its mantissa decides; suffixes only scale)."""
+    if isinstance(q, int):
+        return (q > 0) - (q < 0)
+    m = re.match(r"^([+-])?([0-9]*\.?[0-9]*)", q)
+    try:
+        magnitude = float(m.group(2) or "0") if m else 0.0
+    except ValueError:
+        magnitude = 0.0
+    if magnitude == 0:
+        return 0
+    return -1 if m and m.group(1) == "-" else 1
+
+
 def quantity_is_positive(q: str | int) -> bool:
     """Whether a quantity is > 0 (CEL `quantity(q).isGreaterThan(quantity('0'))`)."""
-    if isinstance(q, int):
-        return q > 0
-    m = re.match(r"^([+-])?([0-9]*\.?[0-9]*)", q)
-    if not m or m.group(1) == "-":
-        return False
-    try:
-        return float(m.group(2) or "0") > 0
-    except ValueError:
-        return False
+    return quantity_sign(q) > 0
 
 
 class SharedMemory(ApiModel):

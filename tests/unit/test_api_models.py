@@ -357,3 +357,46 @@ def test_import_is_light_and_layered() -> None:
     ).stdout.split(maxsplit=1)
     assert out[1].strip() == "[]", out
     assert float(out[0]) < 2.0
+
+
+def test_shared_memory_zero_is_disabled_and_round_trips() -> None:
+    text = """
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  components:
+  - {name: A, sharedMemorySize: 0Gi}
+  - {name: B, sharedMemorySize: 16Gi}
+"""
+    hub = load_yaml(text).graphs[0]
+    alpha = to_other_version(hub)
+    assert isinstance(alpha, v1alpha1.DynamoGraphDeployment)
+    services = alpha.spec.services or {}
+    assert services["A"].shared_memory is not None and services["A"].shared_memory.disabled
+    assert services["B"].shared_memory is not None and services["B"].shared_memory.size == "16Gi"
+    assert to_other_version(alpha) == hub
+
+
+def test_legacy_component_type_is_preserved() -> None:
+    text = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  services:
+    Router: {componentType: default, replicas: 1}
+"""
+    alpha = load_yaml(text).graphs[0]
+    hub = to_hub(alpha)
+    assert hub.component("Router").type is None  # not a v1beta1 type: rendered as a plain component
+    assert json.loads((hub.metadata.annotations or {})[ANN_DGD_SPEC]) == {
+        "services": {"Router": {"componentType": "default"}}
+    }
+    assert to_other_version(hub) == alpha
+
+
+def test_schema_cli_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    schemas = json.loads(capsys.readouterr().out)
+    assert schemas["DynamoGraphDeployment.v1beta1"]["title"] == "DynamoGraphDeployment (nvidia.com/v1beta1)"
