@@ -137,3 +137,27 @@ def graph_status(components: dict[str, ComponentStatus]) -> GraphStatus:
         "message": f"Resources not ready: {detail}",
     }
     return GraphStatus(STATE_PENDING, [cond])
+
+
+def replica_status(workload: Obj, runtime_namespace: str | None = None) -> Obj:
+    """`status.components[name]` of the DGD for a Deployment-backed component (observed counts)."""
+    status = workload.get("status") or {}
+    out: Obj = {
+        "componentKind": workload.get("kind", "Deployment"),
+        "componentNames": [(workload.get("metadata") or {}).get("name", "")],
+        "replicas": int(status.get("replicas", 0)),
+        "updatedReplicas": int(status.get("updatedReplicas", 0)),
+        "readyReplicas": int(status.get("readyReplicas", 0)),
+        "availableReplicas": int(status.get("availableReplicas", 0)),
+    }
+    if runtime_namespace:
+        out["runtimeNamespace"] = runtime_namespace
+    return out
+
+
+def dgd_status(components: dict[str, ComponentStatus], replicas: dict[str, Obj] | None = None) -> Obj:
+    """The DGD status the operator writes: `state`, the `Ready` condition, per-component replicas."""
+    out = graph_status(components).to_dict()
+    if replicas:
+        out["components"] = {name: replicas[name] for name in sorted(replicas)}
+    return out
