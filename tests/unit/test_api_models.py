@@ -400,3 +400,32 @@ def test_schema_cli_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 0
     schemas = json.loads(capsys.readouterr().out)
     assert schemas["DynamoGraphDeployment.v1beta1"]["title"] == "DynamoGraphDeployment (nvidia.com/v1beta1)"
+
+
+def test_stale_entry_is_dropped_per_component() -> None:
+    text = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  pvcs: [{name: p}]
+  services:
+    A:
+      envs: [{name: X, value: "1"}]
+      extraPodSpec: {mainContainer: {image: img, env: [{name: Y, value: "2"}]}}
+    B:
+      dynamoNamespace: legacy
+"""
+    alpha = load_yaml(text).graphs[0]
+    hub = to_hub(alpha)
+    saved = json.loads((hub.metadata.annotations or {})[ANN_DGD_SPEC])
+    assert set(saved["services"]) == {"A", "B"}  # A: the envs/mainContainer split; B: dynamoNamespace
+    wire = hub.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    a = next(c for c in wire["spec"]["components"] if c["name"] == "A")
+    a["podTemplate"]["spec"]["containers"][0]["env"] = [{"name": "Z", "value": "3"}]
+    back = to_other_version(v1beta1.DynamoGraphDeployment.parse(wire))
+    assert isinstance(back, v1alpha1.DynamoGraphDeployment)
+    services = back.spec.services or {}
+    assert services["A"].envs == [{"name": "Z", "value": "3"}]  # the live edit wins
+    assert services["B"].dynamo_namespace == "legacy"  # B's preserved field still applies
+    assert back.spec.pvcs is not None and back.spec.pvcs[0].name == "p"
