@@ -1,0 +1,52 @@
+"""Component wiring under Pulumi mocks: which dynamic resources a graph creates, with which inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(args)
+        outs = dict(args.inputs)
+        if "objects" in outs:
+            outs["status"] = {"ready": True, "reason": "DeploymentReady", "replicas": 1, "readyReplicas": 1}
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture()
+def mocks() -> Mocks:
+    m = Mocks()
+    pulumi.runtime.set_mocks(m, preview=False)
+    return m
+
+
+@pulumi.runtime.test
+def test_graph_creates_one_workload_per_component_and_shared_objects(mocks: Mocks, repo: Path) -> Any:
+    from components import DynamoGraphDeployment
+
+    graph = DynamoGraphDeployment("g", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
+
+    def check(state: str) -> None:
+        workloads = {r.name: r for r in mocks.resources if "objects" in r.inputs}
+        assert sorted(workloads) == ["g-frontend-workload", "g-shared", "g-vllmworker-workload"]
+        worker = workloads["g-vllmworker-workload"].inputs
+        kinds = sorted(o["kind"] for o in worker["objects"].values())
+        assert kinds == ["Deployment", "Service"]
+        assert all(k.split("/")[-2] == "ns" for k in worker["objects"])
+        assert worker["replicasExternal"] is False
+        shared_kinds = sorted(o["kind"] for o in workloads["g-shared"].inputs["objects"].values())
+        assert shared_kinds == ["Role", "RoleBinding", "ServiceAccount"]
+        assert state == "successful"
+
+    return graph.state.apply(check)
