@@ -35,6 +35,8 @@ elif kubeconfig_path:
 else:
     fail("set dynamo-infra:kubeconfig (secret content) or dynamo-infra:kubeconfigPath")
 context = config.get("context")
+# Opt-in: `pulumi destroy` also deletes the claims (and the data) the graphs created.
+delete_pvcs_on_destroy = config.get_bool("deletePvcsOnDestroy") or False
 
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
 namespace = k8s.core.v1.Namespace(
@@ -56,6 +58,7 @@ for i, source in enumerate(config.get_object("graphs") or []):
         context=context,
         options=options,
         namespace=options.namespace,
+        delete_pvcs_on_destroy=delete_pvcs_on_destroy,
         opts=pulumi.ResourceOptions(depends_on=[namespace]),
     )
     graphs[dgd.name] = graph

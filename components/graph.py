@@ -7,6 +7,7 @@ from typing import Any
 
 import pulumi
 
+from components.pvc import PersistentVolumeClaim
 from components.workload import ComponentWorkload
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
 from dynamo_infra.config import ClusterOptions
@@ -55,7 +56,8 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             graph=graph.name,
             component=rendered.name,
             objects=list(rendered.objects),
-            replicas_external=rendered.scaling_adapter,
+            replicas_external=rendered.scaling_adapter or rendered.autoscaled,
+            pull_secret_discovery=rendered.pull_secret_discovery,
             await_policy={
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,
@@ -70,7 +72,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     """A Dynamo inference graph deployed as the operator would, without the operator.
 
     `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path). Outputs: `state`,
-    `conditions` and per-component `components` status, computed as the operator does.
+    `conditions` and per-component `components` status, computed as the operator does. Claims the
+    graph creates survive `pulumi destroy` unless `delete_pvcs_on_destroy` is set.
     """
 
     state: pulumi.Output[str]
@@ -86,6 +89,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         context: str | None = None,
         options: ClusterOptions | None = None,
         namespace: str | None = None,
+        delete_pvcs_on_destroy: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(GRAPH_TYPE, name, None, opts)
@@ -93,6 +97,24 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self.rendered = render_graph(load_graph(graph), options, namespace)
         child = pulumi.ResourceOptions(parent=self)
         depends: list[pulumi.Resource] = []
+        await_policy = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
+        claims = [(str(m["metadata"]["name"]), m) for m in self.rendered.pvcs]
+        claims += [(n, None) for n in self.rendered.required_pvcs]
+        self.pvcs = {
+            claim: PersistentVolumeClaim(
+                f"{name}-pvc-{claim}",
+                kubeconfig=kubeconfig,
+                context=context,
+                namespace=self.rendered.namespace,
+                claim_name=claim,
+                manifest=manifest,
+                delete_on_destroy=delete_pvcs_on_destroy,
+                await_policy=await_policy,
+                opts=child,
+            )
+            for claim, manifest in claims
+        }
+        depends.extend(self.pvcs.values())
         if self.rendered.shared:
             self.shared = ComponentWorkload(
                 f"{name}-shared",

@@ -29,6 +29,7 @@ class ComponentWorkload(Resource):
         component: str,
         objects: list[Obj],
         replicas_external: bool = False,
+        pull_secret_discovery: bool = False,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -40,8 +41,10 @@ class ComponentWorkload(Resource):
             "component": component,
             "objects": {object_key(o): o for o in objects},
             "replicasExternal": replicas_external,
+            "pullSecretDiscovery": pull_secret_discovery,
             "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},
             "status": None,
             "inventory": None,
+            "pullSecrets": None,
         }
         super().__init__(ComponentWorkloadProvider(), name, props, opts)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tools import toolchain
 
+REPO = Path(__file__).resolve().parent.parent
 # Fake nodes kwok manages; each advertises this capacity so GPU pods schedule.
 DEFAULT_NODES = 2
 NODE_CAPACITY = {
@@ -50,6 +51,15 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def _json(body: bytes) -> dict:  # type: ignore[type-arg]
+    """JSON bodies as dicts; plain-text ones (`/readyz` says `ok`) as {"text": ...}."""
+    try:
+        value = json.loads(body or b"{}")
+    except ValueError:
+        return {"text": body.decode(errors="replace")}
+    return value if isinstance(value, dict) else {"value": value}
 
 
 def port_is_free(port: int) -> bool:
@@ -155,12 +165,17 @@ class LocalCluster:
         saved.write_text(json.dumps(ports))
         return ports
 
-    def _spawn(self, name: str, args: list[str]) -> None:
+    def _spawn(self, name: str, args: list[str], cwd: Path | None = None) -> None:
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         out = (logs / f"{name}.log").open("ab")
         self.procs[name] = subprocess.Popen(
-            args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=cwd,
         )
         self._write_pids()
 
@@ -199,9 +214,9 @@ class LocalCluster:
             req.add_header("Content-Type", "application/json")
         try:
             with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as r:
-                return r.status, json.loads(r.read() or b"{}")
+                return r.status, _json(r.read())
         except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"{}")
+            return e.code, _json(e.read())
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -302,6 +317,11 @@ class LocalCluster:
                     == 200
                 ),
             )
+        self._spawn(
+            "fakeprovisioner",
+            [sys.executable, "-m", "tools.fakeprovisioner", f"--kubeconfig={self.kubeconfig}"],
+            cwd=REPO,
+        )
         self._create_nodes()
         self._wait("kwok", self._nodes_ready)
         # The controller manager creates each namespace's `default` ServiceAccount; pods need it.
@@ -370,7 +390,14 @@ class LocalCluster:
         if self.pidfile.exists():
             with contextlib.suppress(ValueError):
                 pids.update(json.loads(self.pidfile.read_text()))
-        order = ["kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"]
+        order = [
+            "fakeprovisioner",
+            "kwok",
+            "kube-scheduler",
+            "kube-controller-manager",
+            "kube-apiserver",
+            "etcd",
+        ]
         for name in sorted(pids, key=lambda n: order.index(n) if n in order else -1):
             _terminate(pids[name], self.procs.get(name))
         self.procs.clear()

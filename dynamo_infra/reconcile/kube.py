@@ -183,10 +183,16 @@ class KubeClient:
             return None
 
     def list(
-        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
     ) -> list[Obj]:
         info = self.resource(api_version, kind)
-        params = {"labelSelector": label_selector} if label_selector else None
+        selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
+        params = {k: v for k, v in selectors if v} or None
         items = self.request("GET", info.path(namespace), params=params).get("items", [])
         for item in items:
             item.setdefault("apiVersion", api_version)

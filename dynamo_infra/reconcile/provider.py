@@ -32,6 +32,7 @@ from dynamo_infra.reconcile.workload import (
     prune,
     read_live,
 )
+from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
 from dynamo_infra.render.status import component_status
 
 # Input properties whose change means the cluster must be written to.
@@ -65,6 +66,21 @@ def apply_order(objects: dict[str, Obj]) -> list[str]:
     return sorted(objects, key=rank)
 
 
+def discover_pull_secrets(client: KubeClient, namespace: str) -> list[PullSecret]:
+    """The namespace's dockerconfigjson secrets (only cluster-side knowledge the render needs)."""
+    found = (
+        from_secret(s)
+        for s in client.list("v1", "Secret", namespace, field_selector="type=kubernetes.io/dockerconfigjson")
+    )
+    return [s for s in found if s is not None]
+
+
+def pod_pull_secrets(obj: Obj) -> list[Obj]:
+    return list(
+        (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("imagePullSecrets") or []
+    )
+
+
 def log(message: str) -> None:
     """Progress lines; the engine shows a provider's stderr with the resource being worked on."""
     print(message, file=sys.stderr, flush=True)
@@ -93,6 +109,11 @@ class ComponentWorkloadProvider(ResourceProvider):
         ordered = {k: objects[k] for k in order}
         with self._client(props) as client:
             ownership = Ownership(replicas_external=bool(props.get("replicasExternal")))
+            secrets: list[str] = []
+            if props.get("pullSecretDiscovery"):
+                found = discover_pull_secrets(client, props["namespace"])
+                ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
+                secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
             apply_objects(client, ordered, ownership, log)
             prune(client, previous, ordered, known, log)
             awaiting = props.get("await") or {}
@@ -103,7 +124,7 @@ class ComponentWorkloadProvider(ResourceProvider):
                 status = await_ready(
                     client, ordered, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
                 ).to_dict()
-        return {**props, "inventory": order, "status": status}
+        return {**props, "inventory": order, "status": status, "pullSecrets": secrets}
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
