@@ -282,7 +282,7 @@ class LocalCluster:
                 f"--service-account-private-key-file={sa_key}",
                 f"--root-ca-file={pki / 'apiserver.crt'}",
                 f"--service-cluster-ip-range={SERVICE_CIDR}",
-                "--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle",
+                "--controllers=*,-nodeipam,-cloud-node-lifecycle",
                 "--v=1",
             ],
         )
@@ -324,6 +324,10 @@ class LocalCluster:
         )
         self._create_nodes()
         self._wait("kwok", self._nodes_ready)
+        self._wait(
+            "fakeprovisioner",
+            lambda: self.request("GET", "/apis/storage.k8s.io/v1/storageclasses/standard")[0] == 200,
+        )
         # The controller manager creates each namespace's `default` ServiceAccount; pods need it.
         self._wait(
             "kube-controller-manager",
