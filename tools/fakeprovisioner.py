@@ -11,7 +11,7 @@ import signal
 import sys
 import time
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, KubeError
 
 # The local cluster's default StorageClass and the provisioner name it is served by.
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kubeconfig", required=True)
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with KubeClient(kubeconfig.load(args.kubeconfig)) as client:
+    with KubeClient(connection.load(args.kubeconfig)) as client:
         client.apply(storage_class())
         while True:
             try:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.status import object_readiness
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     namespace = outputs.get("namespace", "default")
     graphs = outputs.get("graphs") or {}
     print(f"\nstack {args.stack}: namespace {namespace}, {len(graphs)} graph(s)")
-    with KubeClient(kubeconfig.load(str(args.kubeconfig))) as client:
+    with KubeClient(connection.load(str(args.kubeconfig))) as client:
         for name, g in graphs.items():
             ready = next((c for c in g.get("conditions") or [] if c.get("type") == "Ready"), {})
             print(

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from dynamo_infra.reconcile.kubeconfig import Connection
+from dynamo_infra.reconcile.connection import Connection
 
 Obj = dict[str, Any]
 

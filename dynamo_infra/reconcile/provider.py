@@ -21,7 +21,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, Obj
 from dynamo_infra.reconcile.workload import (
     Ownership,
@@ -95,7 +95,7 @@ class ComponentWorkloadProvider(ResourceProvider):
 
     @staticmethod
     def _client(props: dict[str, Any]) -> KubeClient:
-        return KubeClient(kubeconfig.load(props["kubeconfig"], props.get("context") or None))
+        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
 
     @staticmethod
     def _label(props: dict[str, Any]) -> str:

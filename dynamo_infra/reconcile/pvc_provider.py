@@ -23,7 +23,7 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, Obj
 from dynamo_infra.reconcile.provider import log
 
@@ -69,7 +69,7 @@ class PersistentVolumeClaimProvider(ResourceProvider):
 
     @staticmethod
     def _client(props: dict[str, Any]) -> KubeClient:
-        return KubeClient(kubeconfig.load(props["kubeconfig"], props.get("context") or None))
+        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
 
     def _ensure(self, props: dict[str, Any], adopted_before: bool | None) -> dict[str, Any]:
         ns, name = props["namespace"], props["name"]

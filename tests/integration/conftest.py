@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tools import toolchain
@@ -47,7 +47,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 
 @pytest.fixture()
 def kube(cluster: LocalCluster) -> Iterator[KubeClient]:
-    with KubeClient(kubeconfig.load(str(cluster.kubeconfig))) as client:
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as client:
         yield client
 
 

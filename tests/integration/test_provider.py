@@ -21,7 +21,9 @@ def namespace(kube: KubeClient) -> str:
     return ns
 
 
-def component_props(repo: Path, cluster: LocalCluster, ns: str, component: str, text: str | None = None) -> dict:
+def component_props(
+    repo: Path, cluster: LocalCluster, ns: str, component: str, text: str | None = None
+) -> dict:
     dgd = load_yaml(text or (repo / "examples" / "agg.yaml").read_text()).graphs[0]
     rendered = render_graph(dgd, namespace=ns)
     objs = rendered.components[component].objects if component else rendered.shared
@@ -37,7 +39,9 @@ def component_props(repo: Path, cluster: LocalCluster, ns: str, component: str, 
     }
 
 
-def test_create_update_read_delete(repo: Path, cluster: LocalCluster, kube: KubeClient, namespace: str) -> None:
+def test_create_update_read_delete(
+    repo: Path, cluster: LocalCluster, kube: KubeClient, namespace: str
+) -> None:
     p = ComponentWorkloadProvider()
     shared = p.create(component_props(repo, cluster, namespace, ""))
     props = component_props(repo, cluster, namespace, "Frontend")
@@ -46,7 +50,9 @@ def test_create_update_read_delete(repo: Path, cluster: LocalCluster, kube: Kube
     assert outs["status"]["ready"] is True
     dep = kube.get(next(o for o in props["objects"].values() if o["kind"] == "Deployment"))
     assert dep is not None
-    assert any(m["manager"] == FIELD_MANAGER and m["operation"] == "Apply" for m in dep["metadata"]["managedFields"])
+    assert any(
+        m["manager"] == FIELD_MANAGER and m["operation"] == "Apply" for m in dep["metadata"]["managedFields"]
+    )
 
     # Drift on a field we own shows up in read, and update (force apply) restores it.
     key = next(k for k, o in props["objects"].items() if o["kind"] == "Deployment")
@@ -61,7 +67,9 @@ def test_create_update_read_delete(repo: Path, cluster: LocalCluster, kube: Kube
     assert p.diff(created.id, read.inputs, props).changes is True
     p.update(created.id, read.outs, props)
     restored = kube.get(props["objects"][key])
-    assert restored is not None and restored["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 60
+    assert (
+        restored is not None and restored["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 60
+    )
 
     # Objects that leave the rendering are pruned.
     svc_key = next(k for k, o in props["objects"].items() if o["kind"] == "Service")

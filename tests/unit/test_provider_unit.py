@@ -6,11 +6,16 @@ import base64
 
 import pytest
 
-from dynamo_infra.reconcile import kubeconfig
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider, apply_order
 from dynamo_infra.reconcile.workload import project
 
-DEP = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w", "namespace": "n"}, "spec": {"replicas": 1}}
+DEP = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "w", "namespace": "n"},
+    "spec": {"replicas": 1},
+}
 SVC = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w", "namespace": "n"}}
 SA = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa", "namespace": "n"}}
 
@@ -67,8 +72,10 @@ contexts: [{{name: c, context: {{cluster: k, user: u}}}}]
 clusters: [{{name: k, cluster: {{server: "https://127.0.0.1:6443/", certificate-authority-data: {ca}}}}}]
 users: [{{name: u, user: {{token: s3cr3t}}}}]
 """
-    conn = kubeconfig.parse(text)
-    assert conn.server == "https://127.0.0.1:6443" and conn.ca_pem == b"PEM" and conn.bearer_token() == "s3cr3t"
-    with pytest.raises(kubeconfig.KubeconfigError) as e:
-        kubeconfig.parse(text, context="other")
+    conn = connection.parse(text)
+    assert (
+        conn.server == "https://127.0.0.1:6443" and conn.ca_pem == b"PEM" and conn.bearer_token() == "s3cr3t"
+    )
+    with pytest.raises(connection.KubeconfigError) as e:
+        connection.parse(text, context="other")
     assert "s3cr3t" not in str(e.value)
