@@ -326,19 +326,42 @@ def build_pulumi_kubernetes(g: Group, src: Path, logfile: Path) -> None:
 
 
 LANGUAGE_HOST = Path(__file__).with_name("pulumi_language_python.py")
+# Plugins placed next to the `pulumi` binary, where the CLI finds them as bundled plugins.
+BUNDLED = ("pulumi-resource-pulumi-python", "pulumi-language-python-exec", "pulumi-resource-kubernetes")
 
 
-def build_language_host(g: Group, src: Path, logfile: Path) -> None:
-    """Our Python language host (the Go one is not served by the module proxy here)."""
+def _link(src: Path, dest: Path) -> None:
+    """Hard link (no copy of a 100 MB binary) when on the same file system, else copy."""
+    dest.unlink(missing_ok=True)
+    try:
+        os.link(src, dest)
+    except OSError:
+        shutil.copy2(src, dest)
+
+
+def build_pulumi_bundle(g: Group, src: Path, logfile: Path) -> None:
+    """`pulumi` with its plugins and our Python language host beside it (found as bundled, no
+    ambient-plugin warnings); `path/` holds only a symlink to `pulumi` and goes on PATH."""
     from tools import pulumi_language_python
 
+    by_name = {grp.name: grp for grp in groups()}
+    sources = {
+        "pulumi": by_name["pulumi"].bin_dir,
+        "pulumi-resource-kubernetes": by_name["pulumi-kubernetes"].bin_dir,
+    }
+    g.bin_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("pulumi", *BUNDLED):
+        _link(sources.get(name, by_name["pulumi"].bin_dir) / name, g.bin_dir / name)
     pulumi_language_python.install(g.bin_dir, sys.executable)
+    path = g.folder / "path"
+    path.mkdir(exist_ok=True)
+    (path / "pulumi").unlink(missing_ok=True)
+    (path / "pulumi").symlink_to(g.bin_dir / "pulumi")
 
 
 def groups() -> list[Group]:
     v = versions()
     # The language host is versioned by its content: editing it re-installs it.
-    host_version = hashlib.sha256(LANGUAGE_HOST.read_bytes()).hexdigest()[:12]
     # Longest builds first: two build at once.
     return [
         Group(
@@ -375,13 +398,6 @@ def groups() -> list[Group]:
             ("etcd",),
             (("etcd", "--version"), rf"etcd Version: {re.escape(v['etcd']['version'])}\b"),
             build_etcd,
-        ),
-        Group(
-            "pulumi-language-python",
-            host_version,
-            ("pulumi-language-python",),
-            None,
-            build_language_host,
         ),
     ]
 
@@ -440,26 +456,53 @@ def _ensure_group(g: Group) -> Path:
         return g.bin_dir
 
 
+def bundle() -> Group:
+    """The Pulumi bundle (CLI + plugins + language host), assembled from the built groups."""
+    v = versions()
+    version = hashlib.sha256(
+        LANGUAGE_HOST.read_bytes()
+        + v["pulumi"]["version"].encode()
+        + v["pulumi_kubernetes"]["version"].encode()
+    ).hexdigest()[:12]
+    return Group(
+        "pulumi-bundle", version, ("pulumi", "pulumi-language-python", *BUNDLED), None, build_pulumi_bundle
+    )
+
+
 def ensure(only: list[str] | None = None) -> dict[str, Path]:
-    """Build missing groups (two at a time); return each group's bin folder (ambient or cached)."""
+    """Build missing groups (two at a time), then the Pulumi bundle; return the folders for PATH."""
     wanted = [g for g in groups() if not only or g.name in only]
     with concurrent.futures.ThreadPoolExecutor(PARALLEL_BUILDS) as pool:
         futures = {g.name: pool.submit(_ensure_group, g) for g in wanted}
-        return {name: f.result() for name, f in futures.items()}
+        found = {name: f.result() for name, f in futures.items()}
+    if only and "pulumi-bundle" not in only:
+        return found
+    b = bundle()
+    _ensure_group(b)
+    return {**found, "pulumi-bundle": b.folder / "path"}
+
+
+# Groups whose binaries reach PATH only through the Pulumi bundle (never as ambient plugins).
+BUNDLED_GROUPS = ("pulumi", "pulumi-kubernetes")
+
+
+def path_dirs(found: dict[str, Path]) -> list[Path]:
+    """Folders to put on PATH: the Kubernetes programs, and `pulumi` through the bundle."""
+    return [p for name, p in found.items() if name not in BUNDLED_GROUPS]
 
 
 def bin_dirs() -> list[Path]:
-    """Bin folders of an already bootstrapped toolchain (raises if any group is missing)."""
-    out = []
-    for g in groups():
+    """PATH folders of an already bootstrapped toolchain (raises if anything is missing)."""
+    found: dict[str, Path] = {}
+    for g in [*groups(), bundle()]:
         if g.is_built():
-            out.append(g.bin_dir)
-        else:
-            ambient = g.ambient_bin_dir()
-            if ambient is None:
-                raise BuildError(f"{g.name} v{g.version} is not built yet: run `python -m tools.toolchain`")
-            out.append(ambient)
-    return out
+            found[g.name] = g.folder / "path" if g.name == "pulumi-bundle" else g.bin_dir
+            continue
+        ambient = g.ambient_bin_dir()
+        if ambient is None:
+            raise BuildError(f"{g.name} v{g.version} is not built yet: run `python -m tools.toolchain`")
+        found[g.name] = ambient
+    return path_dirs(found)
 
 
 def kwok_stages() -> Path:
@@ -478,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"FAILED: {e}")
         return 1
     if args.env:
-        path = ":".join(str(p) for p in dict.fromkeys(found.values()))
+        path = ":".join(str(p) for p in dict.fromkeys(path_dirs(found)))
         print(f'export PATH="{path}:$PATH"')
     else:
         for name, p in found.items():
