@@ -35,5 +35,6 @@ _dynamo_infra_env() {
   # Our Python language host runs on the project's virtualenv (it needs pulumi and grpcio).
   export PULUMI_LANGUAGE_HOST_PYTHON="$VIRTUAL_ENV/bin/python"
   mkdir -p "$PULUMI_HOME" "$DYNAMO_INFRA_ROOT/.local/state"
+  .venv/bin/python -m tools.toolchain --install-plugins "$PULUMI_HOME" >/dev/null || return 1
 }
 _dynamo_infra_env

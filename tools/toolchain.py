@@ -505,6 +505,21 @@ def bin_dirs() -> list[Path]:
     return path_dirs(found)
 
 
+def install_plugins(pulumi_home: Path) -> None:
+    """Put the Kubernetes provider plugin into PULUMI_HOME's plugin cache at the version the SDK asks for."""
+    version = versions()["pulumi_kubernetes"]["version"]
+    target = pulumi_home / "plugins" / f"resource-kubernetes-v{version}" / "pulumi-resource-kubernetes"
+    if target.exists():
+        return
+    b = bundle()
+    subprocess.run(
+        [str(b.bin_dir / "pulumi"), "plugin", "install", "resource", "kubernetes", f"v{version}",
+         "--file", str(b.bin_dir / "pulumi-resource-kubernetes")],
+        env={**os.environ, "PULUMI_HOME": str(pulumi_home), "PULUMI_SKIP_UPDATE_CHECK": "true"},
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
 def kwok_stages() -> Path:
     return next(g for g in groups() if g.name == "kwok").folder / "stages"
 
@@ -513,6 +528,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--env", action="store_true", help="print shell exports for the toolchain")
     ap.add_argument("--only", action="append", help="build only this group (repeatable)")
+    ap.add_argument("--install-plugins", type=Path, metavar="PULUMI_HOME", help="also fill this plugin cache")
     args = ap.parse_args(argv)
     t0 = time.monotonic()
     try:
@@ -520,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as e:
         log(f"FAILED: {e}")
         return 1
+    if args.install_plugins:
+        install_plugins(args.install_plugins)
     if args.env:
         path = ":".join(str(p) for p in dict.fromkeys(path_dirs(found)))
         print(f'export PATH="{path}:$PATH"')

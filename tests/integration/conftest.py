@@ -31,6 +31,7 @@ def offline_pulumi(tmp_path_factory: pytest.TempPathFactory) -> None:
     os.environ["PULUMI_SKIP_UPDATE_CHECK"] = "true"
     os.environ["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
     os.environ.setdefault("PULUMI_HOME", str(tmp_path_factory.mktemp("pulumi-home")))
+    toolchain.install_plugins(Path(os.environ["PULUMI_HOME"]))
     os.environ.setdefault("PULUMI_LANGUAGE_HOST_PYTHON", str(REPO / ".venv" / "bin" / "python"))
     os.environ["PULUMI_CONFIG_PASSPHRASE"] = "integration-tests"
 
