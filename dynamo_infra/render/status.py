@@ -87,7 +87,9 @@ class ComponentStatus:
     available_replicas: int | None = None
 
     def to_dict(self) -> Obj:
-        return {k: v for k, v in self.__dict__.items() if v is not None}
+        """Wire form (camelCase, as Kubernetes statuses are), unset counts left out."""
+        words = {k: v for k, v in self.__dict__.items() if v is not None}
+        return {k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in words.items()}
 
 
 def component_status(live: list[Obj]) -> ComponentStatus:
