@@ -1,15 +1,19 @@
 """ClusterOptions: what a stack says about its cluster, i.e. the operator configuration we emulate.
 
-`ClusterOptions()` is the Dynamo operator's default configuration.
+`ClusterOptions()` is the Dynamo operator's default configuration (no Grove, no LWS, no DRA, no
+mesh). `ClusterOptions.parse(data)` / `from_config(data)` also reject contradictory settings, each
+problem naming its config key path (e.g. `multinode.orchestrator`).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from dynamo_infra.api.base import DynamoModel
+from dynamo_infra.api.errors import Problem
 
 # Namespace graphs go to when a stack names none.
 DEFAULT_NAMESPACE = "default"
@@ -20,6 +24,46 @@ DEFAULT_OPERATOR_ORIGIN_VERSION = "1.4.0"
 # Istio ClientTLSSettings mode of the EPP DestinationRule when the stack sets none.
 MeshTLSMode = Literal["SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"]
 DEFAULT_MESH_TLS_MODE: MeshTLSMode = "SIMPLE"
+# Grove keeps a gang this long after it lost its minimum before terminating it (operator default).
+DEFAULT_GROVE_TERMINATION_DELAY = "15m"
+# KAI scheduler queue when neither the stack nor the DGD annotation names one (operator constant).
+DEFAULT_KAI_QUEUE = "dynamo"
+# DRA DeviceClass of the NVIDIA GPU DRA driver (operator and CRD default).
+DEFAULT_DEVICE_CLASS = "gpu.nvidia.com"
+# Secret holding the SSH key pair TRT-LLM multinode pods use for mpirun (operator default).
+DEFAULT_MPI_SSH_SECRET = "mpi-run-ssh-secret"
+
+Orchestrator = Literal["grove", "lws", "none"]
+GroveScheduler = Literal["default", "kai", "volcano"]
+_DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def duration_seconds(text: str) -> float:
+    """Seconds of a Go duration string (`15m`, `1h30m`, `90s`, `500ms`); ValueError if malformed."""
+    if text == "0":
+        return 0.0
+    if not _DURATION.match(text):
+        raise ValueError(f"{text!r} is not a duration such as 15m, 1h30m or 90s")
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in _DURATION_PART.findall(text))
+
+
+def go_duration(text: str) -> str:
+    """The duration as Go's `time.Duration.String()` writes it (`15m` -> `15m0s`)."""
+    total_ms = round(duration_seconds(text) * 1000)
+    if total_ms == 0:
+        return "0s"
+    if total_ms < 1000:
+        return f"{total_ms}ms"
+    hours, rest = divmod(total_ms, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    seconds = f"{rest // 1000}" + (f".{rest % 1000:03d}".rstrip("0") if rest % 1000 else "")
+    out = f"{hours}h" if hours else ""
+    if hours or minutes:
+        out += f"{minutes}m"
+    return f"{out}{seconds}s"
 
 
 class Infrastructure(DynamoModel):
@@ -59,10 +103,59 @@ class IstioMesh(DynamoModel):
 
 
 class ServiceMesh(DynamoModel):
-    """`provider: istio` turns on the EPP DestinationRule (the operator's istio gate)."""
+    """`provider: istio` turns on the EPP DestinationRule (the operator's istio gate).
 
-    provider: Literal["", "istio"] = ""
+    `gateway` is the Istio Gateway frontends' VirtualServices bind to (same as
+    `ingress.virtualServiceGateway`).
+    """
+
+    provider: Literal["", "none", "istio"] = ""
+    gateway: str = ""
     istio: IstioMesh = IstioMesh()
+
+    @property
+    def istio_enabled(self) -> bool:
+        return self.provider == "istio"
+
+
+class Multinode(DynamoModel):
+    """Which orchestrator runs multinode components (`none`: multinode graphs are rejected)."""
+
+    orchestrator: Orchestrator | None = None
+
+
+class Grove(DynamoModel):
+    """Grove (PodCliqueSet) pathway: when enabled, every graph renders as one PodCliqueSet."""
+
+    enabled: bool | None = None
+    termination_delay: str = DEFAULT_GROVE_TERMINATION_DELAY
+    scheduler: GroveScheduler = "default"
+    # Default queue of the KAI/Volcano scheduler (a DGD annotation still wins).
+    queue: str | None = None
+
+
+class LWS(DynamoModel):
+    """LeaderWorkerSet (with Volcano) for multinode components outside Grove."""
+
+    enabled: bool | None = None
+
+
+class DRA(DynamoModel):
+    """Dynamic Resource Allocation (resource.k8s.io/v1): needed by GPU memory service and failover."""
+
+    enabled: bool = False
+    device_class: str = DEFAULT_DEVICE_CLASS
+
+
+class MPI(DynamoModel):
+    ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET
+
+
+class Checkpoint(DynamoModel):
+    """Checkpoint/restore (the operator's `checkpoint.enabled` gate) and its storage PVC."""
+
+    enabled: bool = False
+    storage_pvc: str = ""
 
 
 class AwaitPolicy(DynamoModel):
@@ -81,12 +174,111 @@ class ClusterOptions(DynamoModel):
     await_policy: AwaitPolicy = Field(default=AwaitPolicy(), alias="await")
     ingress: Ingress = Ingress()
     service_mesh: ServiceMesh = ServiceMesh()
+    multinode: Multinode = Multinode()
+    grove: Grove = Grove()
+    lws: LWS = LWS()
+    dra: DRA = DRA()
+    mpi: MPI = MPI()
+    checkpoint: Checkpoint = Checkpoint()
     # Annotation value the webhook would stamp on a DGD that has none (None: stamp nothing).
     operator_origin_version: str | None = DEFAULT_OPERATOR_ORIGIN_VERSION
     # Attach the namespace's matching dockerconfigjson secrets to pods (resolved by the provider).
     image_pull_secret_discovery: bool = True
     # Render an HPA for components with legacy `autoscaling.enabled` (the pinned operator ignores it).
     legacy_autoscaling_hpa: bool = False
+
+    @property
+    def grove_enabled(self) -> bool:
+        """Grove pathway available: `grove.enabled`, else `multinode.orchestrator: grove`."""
+        if self.grove.enabled is not None:
+            return self.grove.enabled
+        return self.multinode.orchestrator == "grove"
+
+    @property
+    def lws_enabled(self) -> bool:
+        """LeaderWorkerSet available: `lws.enabled`, else `multinode.orchestrator: lws`."""
+        if self.lws.enabled is not None:
+            return self.lws.enabled
+        return self.multinode.orchestrator == "lws"
+
+    @property
+    def virtual_service_gateway(self) -> str:
+        """The Istio Gateway of frontend VirtualServices (ingress or service-mesh spelling)."""
+        return self.ingress.virtual_service_gateway or self.service_mesh.gateway
+
+    @property
+    def grove_termination_delay(self) -> str | None:
+        """`terminationDelay` of PodCliqueSets as Go writes it; None when zero (left unset)."""
+        rendered = go_duration(self.grove.termination_delay)
+        return None if rendered == "0s" else rendered
+
+    def problems(self) -> list[Problem]:
+        """Contradictions between settings, each named by its config key path."""
+        out: list[Problem] = []
+        orch = self.multinode.orchestrator
+        for name, flag in (("grove", self.grove.enabled), ("lws", self.lws.enabled)):
+            if orch == name and flag is False:
+                out.append(Problem(f"{name}.enabled", f"is false but multinode.orchestrator is {name}"))
+            if orch == "none" and flag:
+                out.append(Problem(f"{name}.enabled", "is true but multinode.orchestrator is none"))
+        if orch == "lws" and self.grove.enabled:
+            out.append(
+                Problem(
+                    "multinode.orchestrator",
+                    "is lws but grove.enabled is true: with Grove available every graph renders on "
+                    "Grove (set grove.enabled false, or orchestrator grove and opt graphs out with "
+                    "the nvidia.com/enable-grove annotation)",
+                )
+            )
+        try:
+            duration_seconds(self.grove.termination_delay)
+        except ValueError as e:
+            out.append(Problem("grove.terminationDelay", str(e)))
+        if self.grove.scheduler != "default" and not self.grove_enabled:
+            out.append(Problem("grove.scheduler", f"{self.grove.scheduler} scheduling needs Grove enabled"))
+        if self.grove.queue is not None and self.grove.scheduler == "default":
+            out.append(Problem("grove.queue", "needs grove.scheduler kai or volcano"))
+        if self.grove.queue is not None and not self.grove.queue.strip():
+            out.append(Problem("grove.queue", "must not be empty"))
+        if not _DNS_SUBDOMAIN.match(self.dra.device_class):
+            out.append(Problem("dra.deviceClass", f"{self.dra.device_class!r} is not a DNS subdomain name"))
+        if not _DNS_SUBDOMAIN.match(self.mpi.ssh_secret_name):
+            out.append(
+                Problem("mpi.sshSecretName", f"{self.mpi.ssh_secret_name!r} is not a valid Secret name")
+            )
+        out.extend(self._mesh_problems())
+        if self.checkpoint.storage_pvc and not self.checkpoint.enabled:
+            out.append(Problem("checkpoint.storagePvc", "is set but checkpoint.enabled is false"))
+        return out
+
+    def _mesh_problems(self) -> list[Problem]:
+        mesh, out = self.service_mesh, []
+        if mesh.gateway and not mesh.istio_enabled:
+            out.append(Problem("serviceMesh.gateway", "needs serviceMesh.provider istio"))
+        gw = self.ingress.virtual_service_gateway
+        if mesh.gateway and gw and gw != mesh.gateway:
+            out.append(
+                Problem(
+                    "serviceMesh.gateway",
+                    f"{mesh.gateway!r} contradicts ingress.virtualServiceGateway {gw!r}",
+                )
+            )
+        if mesh.istio.tls_mode == "MUTUAL":
+            for key in ("client_certificate", "private_key"):
+                if not getattr(mesh.istio, key):
+                    camel = "clientCertificate" if key == "client_certificate" else "privateKey"
+                    out.append(Problem(f"serviceMesh.istio.{camel}", "is required when tlsMode is MUTUAL"))
+        elif mesh.istio.client_certificate or mesh.istio.private_key or mesh.istio.ca_certificates:
+            out.append(Problem("serviceMesh.istio.tlsMode", "client certificates are only used with MUTUAL"))
+        return out
+
+    @classmethod
+    def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
+        try:
+            options = cls.model_validate(data)
+        except ValueError:
+            return []
+        return options.problems()
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> ClusterOptions:

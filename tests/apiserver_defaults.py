@@ -1,6 +1,8 @@
 """The defaults the Kubernetes API server adds to objects we render (for pure comparisons).
 
-Covers the fields the operator's expected outputs show for Deployments, Services and pod templates;
+Covers the fields the operator's expected outputs show for Deployments, Services, pod templates,
+LeaderWorkerSets and PodCliqueSets (CRD schema defaults; pod templates inside custom resources get no
+core defaulting);
 the integration tests compare against objects read back from a real API server instead.
 """
 
@@ -120,7 +122,47 @@ def service(s: Obj) -> Obj:
     return out
 
 
-DEFAULTERS = {("apps/v1", "Deployment"): deployment, ("v1", "Service"): service}
+def leader_worker_set(obj: Obj) -> Obj:
+    """LeaderWorkerSet CRD schema defaults, plus the LWS webhook's `networkConfig` default."""
+    out = copy.deepcopy(obj)
+    spec = out["spec"]
+    spec.setdefault("replicas", 1)
+    spec.setdefault("startupPolicy", "LeaderCreated")
+    spec.setdefault("networkConfig", {"subdomainPolicy": "Shared"})
+    rollout = spec.setdefault("rolloutStrategy", {})
+    rollout.setdefault("type", "RollingUpdate")
+    rolling = rollout.setdefault("rollingUpdateConfiguration", {})
+    for key, value in (("maxSurge", 0), ("maxUnavailable", 1), ("partition", 0)):
+        rolling.setdefault(key, value)
+    template = spec["leaderWorkerTemplate"]
+    template.setdefault("size", 1)
+    template.setdefault("restartPolicy", "RecreateGroupOnPodRestart")
+    return out
+
+
+def pod_clique_set(obj: Obj) -> Obj:
+    """PodCliqueSet CRD schema defaults."""
+    out = copy.deepcopy(obj)
+    spec = out["spec"]
+    spec.setdefault("replicas", 0)
+    template = spec["template"]
+    template.setdefault("cliqueStartupType", "CliqueStartupTypeAnyOrder")
+    if "headlessServiceConfig" in template:
+        template["headlessServiceConfig"].setdefault("publishNotReadyAddresses", True)
+    for group in template.get("podCliqueScalingGroups") or []:
+        group.setdefault("replicas", 1)
+        group.setdefault("minAvailable", 1)
+    if "updateStrategy" in spec:
+        spec["updateStrategy"].setdefault("type", "RollingRecreate")
+    return out
+
+
+DEFAULTERS = {
+    ("apps/v1", "Deployment"): deployment,
+    ("v1", "Service"): service,
+    ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): leader_worker_set,
+    ("grove.io/v1alpha1", "PodCliqueSet"): pod_clique_set,
+}
 
 
 def with_defaults(obj: Obj) -> Obj:

@@ -8,6 +8,7 @@ from typing import Protocol
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.multinode import Placement
 from dynamo_infra.render.sglang import SGLang
 from dynamo_infra.render.trtllm import TRTLLM
 from dynamo_infra.render.vllm import VLLM
@@ -22,11 +23,11 @@ DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
 
 
 class Backend(Protocol):
-    """Single-node steps of GenerateBasePodSpec that depend on the engine."""
+    """Steps of GenerateBasePodSpec that depend on the engine (multinode launch included)."""
 
-    def container(self, ctx: ComponentContext, container: Obj) -> Obj: ...
+    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj: ...
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj: ...
+    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj: ...
 
     def default_compilation_cache_path(self) -> str | None:
         """Where the compilation cache mounts when `compilationCache.mountPath` is unset."""
@@ -34,10 +35,10 @@ class Backend(Protocol):
 
 
 class Noop:
-    def container(self, ctx: ComponentContext, container: Obj) -> Obj:
+    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         return container
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
         return pod
 
     def default_compilation_cache_path(self) -> str | None:

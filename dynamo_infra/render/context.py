@@ -21,6 +21,9 @@ DISCOVERY_KUBERNETES = "kubernetes"
 DISCOVERY_MODE_CONTAINER = "container"
 # Component types that run an inference engine (and carry the worker hash).
 WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
+# GPU memory service / failover modes (v1beta1 spelling).
+GMS_INTRA_POD = "IntraPod"
+GMS_INTER_POD = "InterPod"
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class ComponentContext:
     spec: Obj
     legacy: LegacyComponent = field(default_factory=LegacyComponent)
     graph_spec_annotations: Mapping[str, str] = field(default_factory=dict)
+    # Observed readiness of the component's checkpoint (None: absent or unknown).
+    checkpoint_ready: bool | None = None
 
     @property
     def name(self) -> str:
@@ -151,6 +156,56 @@ class ComponentContext:
     @property
     def model_ref(self) -> str | None:
         return ((self.spec.get("modelRef") or {}).get("name")) or None
+
+    @property
+    def node_count(self) -> int:
+        """`multinode.nodeCount`, 1 when unset."""
+        return int((self.spec.get("multinode") or {}).get("nodeCount") or 1)
+
+    @property
+    def experimental(self) -> Obj:
+        return dict(self.spec.get("experimental") or {})
+
+    @property
+    def gms(self) -> Obj | None:
+        """`experimental.gpuMemoryService` (presence enables it)."""
+        gms = self.experimental.get("gpuMemoryService")
+        return None if gms is None else dict(gms)
+
+    @property
+    def failover(self) -> Obj | None:
+        failover = self.experimental.get("failover")
+        return None if failover is None else dict(failover)
+
+    @property
+    def inter_pod_gms(self) -> bool:
+        return self.gms is not None and self.gms.get("mode") == GMS_INTER_POD
+
+    @property
+    def inter_pod_failover(self) -> bool:
+        return self.failover is not None and self.failover.get("mode") == GMS_INTER_POD
+
+    @property
+    def intra_pod_failover(self) -> bool:
+        return self.failover is not None and self.failover.get("mode", GMS_INTRA_POD) == GMS_INTRA_POD
+
+    @property
+    def total_engine_pods(self) -> int:
+        """Engine pods per rank: primary plus shadows under inter-pod failover, else one."""
+        if self.inter_pod_failover:
+            return 1 + int((self.failover or {}).get("numShadows") or 1)
+        return 1
+
+    @property
+    def uses_scaling_group(self) -> bool:
+        """Grove renders the component as a PodCliqueScalingGroup (multinode or inter-pod GMS)."""
+        return self.node_count > 1 or self.inter_pod_gms
+
+    @property
+    def checkpoint(self) -> Obj | None:
+        """`experimental.checkpoint` when enabled."""
+        ckpt = self.experimental.get("checkpoint")
+        return dict(ckpt) if ckpt and ckpt.get("enabled") else None
 
     @property
     def sub_component_type(self) -> str | None:

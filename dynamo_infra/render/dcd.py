@@ -69,8 +69,15 @@ def _prune_empty(template: Obj) -> Obj:
     return out
 
 
-def generate_dcd(g: GraphContext, component: v1beta1.Component, worker_hash: str | None) -> Obj:
-    """The v1beta1 DCD for one component (`worker_hash` names worker generations)."""
+def generate_dcd(
+    g: GraphContext, component: v1beta1.Component, worker_hash: str | None, *, grove: bool = False
+) -> Obj:
+    """The v1beta1 DCD for one component (`worker_hash` names worker generations).
+
+    With `grove`, the component as the Grove pathway renders it (no DCD exists there): no worker
+    hash, no EPP mesh opt-out, the Dynamo namespace label and effective discovery backend on the
+    pod template, and only an explicit backendFramework.
+    """
     spec = copy.deepcopy(component.to_wire())
     template = spec.get("podTemplate") or {}
     template_labels = dict((template.get("metadata") or {}).get("labels") or {})
@@ -86,15 +93,21 @@ def generate_dcd(g: GraphContext, component: v1beta1.Component, worker_hash: str
     }
     annotations: dict[str, str] = {}
     meta = template.setdefault("metadata", {})
-    if component.is_worker:
+    if component.is_worker and not grove:
         labels[names.LABEL_WORKER_HASH] = worker_hash or ""
         meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
         if g.has_epp:
             labels[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
             meta["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
-    if component.type == "epp":
+    if component.type == "epp" and not grove:
         meta["annotations"] = {names.ANNOTATION_ISTIO_INJECT: "false", **(meta.get("annotations") or {})}
     _template_defaults(g, component, template)
+    if grove:
+        meta["labels"] = {**meta.get("labels", {}), names.LABEL_NAMESPACE: labels[names.LABEL_NAMESPACE]}
+        meta["annotations"] = {
+            **meta.get("annotations", {}),
+            names.ANNOTATION_DISCOVERY_BACKEND: g.discovery_backend,
+        }
     policy = kvtransfer.policy_of(g.dgd)
     if policy and component.is_worker:
         annotations.update(kvtransfer.topology_annotations(policy))
@@ -106,8 +119,9 @@ def generate_dcd(g: GraphContext, component: v1beta1.Component, worker_hash: str
     spec["podTemplate"] = _prune_empty(template)
     if not spec["podTemplate"]:
         spec.pop("podTemplate")
-    if g.backend:
-        spec["backendFramework"] = g.backend
+    backend = (g.dgd.spec.backend_framework or "") if grove else g.backend
+    if backend:
+        spec["backendFramework"] = backend
     metadata: Obj = {"name": dcd_name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
     if annotations:
         metadata["annotations"] = annotations

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dynamo_infra.render import names
 from dynamo_infra.render.context import ComponentContext, Obj
-from dynamo_infra.render.podspec import component_type, pod_spec
+from dynamo_infra.render.multinode import Deployer, Role
+from dynamo_infra.render.podspec import component_type, placement, pod_spec, with_default_service_account
 
 # Rolling-update bounds when the component's annotations set none.
 DEFAULT_MAX_SURGE = "25%"
@@ -99,11 +100,19 @@ def _metadata(ctx: ComponentContext, name: str, labels: dict[str, str], annotati
     return meta
 
 
-def deployment(ctx: ComponentContext) -> Obj:
+def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Obj:
+    """generatePodTemplateSpec of the DCD controller: pod labels and annotations, role's pod spec."""
     annotations = kube_annotations(ctx)
-    template_meta: Obj = {"labels": pod_labels(ctx, annotations)}
+    meta: Obj = {"labels": pod_labels(ctx, annotations)}
     if annotations:
-        template_meta["annotations"] = dict(annotations)
+        meta["annotations"] = dict(annotations)
+    spec = with_default_service_account(pod_spec(ctx, placement(ctx, deployer, role)))
+    return {"metadata": meta, "spec": spec}
+
+
+def deployment(ctx: ComponentContext, deployer: Deployer) -> Obj:
+    """The component's Deployment (`deployer` addresses peers of a multinode DCD without LWS)."""
+    annotations = kube_annotations(ctx)
     spec: Obj = {}
     if ctx.spec.get("replicas") is not None:
         spec["replicas"] = int(ctx.spec["replicas"])
@@ -111,7 +120,7 @@ def deployment(ctx: ComponentContext) -> Obj:
         {
             "selector": {"matchLabels": {names.LABEL_SELECTOR: ctx.dcd_name}},
             "strategy": strategy(ctx, annotations),
-            "template": {"metadata": template_meta, "spec": pod_spec(ctx)},
+            "template": pod_template(ctx, deployer),
         }
     )
     return {
@@ -133,20 +142,20 @@ def service(ctx: ComponentContext) -> Obj | None:
             names.LABEL_DISCOVERY_BACKEND: "kubernetes",
             names.LABEL_DISCOVERY_ENABLED: "true",
         }
+    selector = {
+        names.LABEL_COMPONENT_TYPE: ctx.type,
+        names.LABEL_NAMESPACE: ctx.dynamo_namespace,
+        names.LABEL_COMPONENT: ctx.name,
+    }
+    if ctx.node_count > 1:
+        selector[names.LABEL_ROLE] = names.ROLE_LEADER
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": _metadata(
             ctx, names.service_name(ctx.dcd_name), dict(sorted(labels.items())), kube_annotations(ctx)
         ),
-        "spec": {
-            "selector": {
-                names.LABEL_COMPONENT_TYPE: ctx.type,
-                names.LABEL_NAMESPACE: ctx.dynamo_namespace,
-                names.LABEL_COMPONENT: ctx.name,
-            },
-            "ports": [component_type(ctx.type).service_port(ctx)],
-        },
+        "spec": {"selector": selector, "ports": [component_type(ctx.type).service_port(ctx)]},
     }
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, to_hub, v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
-from dynamo_infra.render import names
+from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, Obj
 from dynamo_infra.render.dcd import generate_dcd
@@ -18,25 +19,40 @@ from dynamo_infra.render.discovery import discovery_rbac
 from dynamo_infra.render.epp import epp_objects
 from dynamo_infra.render.ingress import ingress, virtual_service
 from dynamo_infra.render.legacy import LegacyComponent, legacy_of
+from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 from dynamo_infra.render.pullsecrets import PullSecret, with_workload_pull_secrets
 from dynamo_infra.render.restart import restart_annotations
+from dynamo_infra.render.trtllm import TRTLLM
+from dynamo_infra.render.vllm import wait_leader_config_map
 from dynamo_infra.render.volumes import pvcs, required_pvcs
 
 # DCD spec fields that do not change a worker's pods, left out of the worker hash.
 HASH_EXCLUDED_FIELDS = ("replicas", "minAvailable", "scalingAdapter", "runtimeVersionOverride")
-# Experimental features rendered by later issues (GPU memory service, failover, checkpoints).
-UNSUPPORTED_EXPERIMENTAL = ("gpuMemoryService", "failover", "checkpoint")
+# Rendering pathways: one DCD (Deployment or LeaderWorkerSet) per component, or one PodCliqueSet.
+PATHWAY_COMPONENTS = "components"
+PATHWAY_GROVE = "grove"
+# Operator error when a multinode graph has neither Grove nor LWS.
+NO_MULTINODE_ORCHESTRATOR = "no multinode orchestrator available"
+# Workload kinds of the DCD path.
+DEPLOYMENT = "Deployment"
+LEADER_WORKER_SET = lws.KIND
 
 
 @dataclass(frozen=True)
 class RenderedComponent:
-    """One component: its DCD (as the operator would store it) and the objects that run it."""
+    """One component: its DCD (as the operator would store it) and the objects that run it.
+
+    On the Grove pathway there is no DCD (`dcd` is None): the component's pods come from the graph's
+    PodCliqueSet, `scale_target` names the PodClique or PodCliqueScalingGroup Grove creates for it
+    (replicas are changed there, through its scale subresource, after the PodCliqueSet exists), and
+    `objects` holds its Service, Ingress and VirtualService.
+    """
 
     name: str
     type: str
     dcd_name: str
     replicas: int
-    dcd: Obj
+    dcd: Obj | None
     objects: tuple[Obj, ...]
     scaling_adapter: bool = False
     # The DGDSA to create once (its replicas then belong to the adapter), when `scalingAdapter` is set.
@@ -45,6 +61,12 @@ class RenderedComponent:
     autoscaled: bool = False
     # Whether the provider should attach the namespace's matching dockerconfigjson secrets.
     pull_secret_discovery: bool = True
+    # Deployment, LeaderWorkerSet, PodClique or PodCliqueScalingGroup: what decides readiness.
+    workload_kind: str = DEPLOYMENT
+    # Grove pathway: {apiVersion, kind, name, replicas} of the component's PodClique / PCSG.
+    scale_target: Obj | None = None
+    # Replicas held at 0 while the component waits for its checkpoint.
+    waiting_for_checkpoint: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,9 +84,20 @@ class RenderedGraph:
     # DGD metadata annotations as the operator would store them (webhook default, current hash).
     annotations: Mapping[str, str] = field(default_factory=dict)
     backend_framework: str = ""
+    # `components` (DCDs) or `grove` (one PodCliqueSet for the whole graph).
+    pathway: str = PATHWAY_COMPONENTS
+    # Grove pathway: the PodCliqueSet, applied and awaited as one unit (its replicas per clique and
+    # scaling group are create-only; later changes go through each component's `scale_target`).
+    workloads: tuple[Obj, ...] = ()
+    # DGD-managed DynamoCheckpoints (the checkpoint controller then runs their capture Jobs).
+    checkpoints: tuple[Obj, ...] = ()
+    # Secrets the graph's pods mount but the user provides (the TRT-LLM MPI SSH key pair).
+    required_secrets: tuple[str, ...] = ()
+    # `status.checkpoints` entries as the operator reports them.
+    checkpoint_status: Mapping[str, Obj] = field(default_factory=dict)
 
     def all_objects(self) -> list[Obj]:
-        out = list(self.shared)
+        out = [*self.shared, *self.workloads]
         for c in self.components.values():
             out.extend(c.objects)
         return out
@@ -72,20 +105,6 @@ class RenderedGraph:
 
 def _fail(path: str, message: str) -> DynamoValidationError:
     return DynamoValidationError([Problem(path, message)])
-
-
-def check_supported(dgd: v1beta1.DynamoGraphDeployment) -> None:
-    """Raise for what this renderer does not cover yet (multinode, GMS, failover, checkpoints)."""
-    for c in dgd.spec.components or []:
-        if c.multinode is not None:
-            raise _fail(
-                f"spec.components[{c.name}].multinode",
-                "multinode components are not supported yet (Grove/LWS rendering)",
-            )
-        exp = c.experimental.to_wire() if c.experimental else {}
-        for key in UNSUPPORTED_EXPERIMENTAL:
-            if key in exp and (key != "checkpoint" or exp[key].get("enabled")):
-                raise _fail(f"spec.components[{c.name}].experimental.{key}", "is not supported yet")
 
 
 def detect_backend(dgd: v1beta1.DynamoGraphDeployment) -> str:
@@ -147,6 +166,7 @@ def component_context(
     options: ClusterOptions,
     legacy: LegacyComponent | None = None,
     graph_spec_annotations: Mapping[str, str] | None = None,
+    checkpoint_ready: bool | None = None,
 ) -> ComponentContext:
     meta = dcd.get("metadata") or {}
     return ComponentContext(
@@ -158,12 +178,26 @@ def component_context(
         spec=dict(dcd.get("spec") or {}),
         legacy=legacy or LegacyComponent(),
         graph_spec_annotations=dict(graph_spec_annotations or {}),
+        checkpoint_ready=checkpoint_ready,
     )
 
 
+def workload_kind(ctx: ComponentContext) -> str:
+    """The DCD controller's choice: LeaderWorkerSet for multinode when LWS is available."""
+    return LEADER_WORKER_SET if ctx.options.lws_enabled and ctx.node_count > 1 else DEPLOYMENT
+
+
+# Workload renderers of the DCD path, by kind (every DCD pod uses LWS addressing).
+WORKLOADS: Mapping[str, Callable[[ComponentContext], Obj]] = {
+    DEPLOYMENT: functools.partial(deployment, deployer=lws.DEPLOYER),
+    LEADER_WORKER_SET: lws.leader_worker_set,
+}
+
+
 def component_objects(ctx: ComponentContext, pull_secrets: Sequence[PullSecret] | None = None) -> list[Obj]:
-    """What the component controller creates for one single-node DCD (model Service excluded)."""
-    objects = [deployment(ctx), service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
+    """What the component controller creates for one DCD (model Service excluded)."""
+    workload = WORKLOADS[workload_kind(ctx)](ctx)
+    objects = [workload, service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
     out = [o for o in objects if o is not None]
     if pull_secrets and ctx.options.image_pull_secret_discovery:
         out = [with_workload_pull_secrets(o, pull_secrets) for o in out]
@@ -175,46 +209,101 @@ def render_dcd(
 ) -> list[Obj]:
     """Objects for a standalone DynamoComponentDeployment (v1beta1 wire form)."""
     ctx = component_context(dcd, options or ClusterOptions())
-    if (ctx.spec.get("multinode") or {}).get("nodeCount", 1) > 1:
-        raise _fail("spec.multinode", "multinode components are not supported yet (LWS rendering)")
     model = model_service(ctx)
     return [*component_objects(ctx, pull_secrets), *([model] if model else [])]
 
 
-def render_graph(
-    dgd: AnyDGD,
-    options: ClusterOptions | None = None,
-    namespace: str | None = None,
-    *,
-    restart_status: Mapping[str, Any] | None = None,
-    pull_secrets: Sequence[PullSecret] | None = None,
-) -> RenderedGraph:
-    """Every object the operator would create for `dgd` (either API version), grouped by component.
+def is_grove_pathway(g: GraphContext) -> bool:
+    """Grove when available, unless the DGD annotation `nvidia.com/enable-grove` says "false"."""
+    opted_out = (g.annotations.get(names.ANNOTATION_ENABLE_GROVE) or "").lower() == "false"
+    return g.options.grove_enabled and not opted_out
 
-    `restart_status` is the DGD's `status.restart` when the caller tracks one; `pull_secrets` are
-    the namespace's dockerconfigjson secrets (see `pullsecrets.from_secret`) when known.
-    """
-    options = options or ClusterOptions()
-    hub = to_hub(dgd)
-    check_supported(hub)
-    ns = namespace or hub.metadata.namespace or options.namespace
-    g = GraphContext(
-        dgd=hub,
-        namespace=ns,
-        options=options,
-        annotations=graph_annotations(hub, options),
-        legacy=legacy_of(dgd),
-        backend=detect_backend(hub),
-        restart_at=restart_annotations(hub, restart_status),
-    )
-    whash = worker_hash(g)
+
+def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
+    """Admission and reconcile errors of the operator that depend on the cluster or the pathway."""
+    problems = [p for ctx in contexts for p in gms.validate(ctx, grove_path)]
+    if problems:
+        raise DynamoValidationError(problems)
+    multinode = [ctx for ctx in contexts if ctx.node_count > 1]
+    if multinode and not grove_path and not g.options.lws_enabled:
+        raise _fail(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR)
+
+
+def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Obj]:
+    """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
     shared: list[Obj] = discovery_rbac(g) if g.discovery_backend == "kubernetes" else []
     shared.extend(epp_objects(g))
+    shared.extend(dra.graph_claim_templates(g, list(contexts)))
+    if any(ctx.node_count > 1 for ctx in contexts):
+        shared.append(wait_leader_config_map(g.name, g.namespace))
+    return shared
+
+
+def required_secrets(contexts: Sequence[ComponentContext]) -> tuple[str, ...]:
+    """The MPI SSH secret when a TRT-LLM component is multinode (mounted, never created)."""
+    out = {
+        TRTLLM().secret(ctx)
+        for ctx in contexts
+        if ctx.node_count > 1 and backends.component_backend(ctx) == "trtllm"
+    }
+    return tuple(sorted(out))
+
+
+def _pull_secret_discovery(options: ClusterOptions, ctx: ComponentContext) -> bool:
+    return (
+        options.image_pull_secret_discovery
+        and ctx.template_annotations.get(names.ANNOTATION_DISABLE_PULL_SECRET_DISCOVERY) != "true"
+    )
+
+
+@dataclass(frozen=True)
+class _Pathway:
+    components: dict[str, RenderedComponent]
+    workloads: tuple[Obj, ...] = ()
+    checkpoints: tuple[Obj, ...] = ()
+    checkpoint_status: Mapping[str, Obj] = field(default_factory=dict)
+
+
+def _checkpoint_for(
+    g: GraphContext, c: v1beta1.Component, ctx: ComponentContext, whash: str | None
+) -> tuple[Obj | None, Obj | None]:
+    """The component's DynamoCheckpoint and its status entry (checkpoint gate on)."""
+    if not g.options.checkpoint.enabled or checkpoint.config_of(c) is None:
+        return None, None
+    name = checkpoint.managed_name(g, c, whash)
+    pod = with_default_service_account(
+        pod_spec(replace(ctx, checkpoint_ready=None), placement(ctx, lws.DEPLOYER))
+    )
+    obj = checkpoint.checkpoint_object(g, c, whash, pod)
+    ckpt_id = obj["metadata"]["labels"][checkpoint.LABEL_CHECKPOINT_ID] if obj else ""
+    return obj, checkpoint.status_entry(name, ckpt_id, ctx.checkpoint_ready)
+
+
+def components_pathway(
+    g: GraphContext,
+    whash: str | None,
+    pull_secrets: Sequence[PullSecret] | None,
+    ready: Mapping[str, bool],
+) -> _Pathway:
+    """One DCD per component; Deployment or LeaderWorkerSet, Service, Ingress, VirtualService."""
     components: dict[str, RenderedComponent] = {}
+    checkpoints: list[Obj] = []
+    status: dict[str, Obj] = {}
     models: set[str] = set()
-    for c in sorted(hub.spec.components or [], key=lambda c: c.name):
+    for c in sorted(g.dgd.spec.components or [], key=lambda c: c.name):
         dcd = generate_dcd(g, c, whash)
-        ctx = component_context(dcd, options, g.legacy.component(c.name), hub.spec.annotations)
+        ctx = component_context(
+            dcd, g.options, g.legacy.component(c.name), g.dgd.spec.annotations, ready.get(c.name)
+        )
+        gated = checkpoint.gates_replicas(ctx, ctx.checkpoint_ready)
+        if gated:
+            dcd = {**dcd, "spec": {**dcd["spec"], "replicas": 0}}
+            ctx = replace(ctx, spec=dcd["spec"])
+        ckpt, entry = _checkpoint_for(g, c, ctx, whash if c.is_worker else None)
+        if ckpt is not None:
+            checkpoints.append(ckpt)
+        if entry is not None:
+            status[c.name] = entry
         objects = component_objects(ctx, pull_secrets)
         model = model_service(ctx)
         if model is not None and ctx.model_ref not in models:
@@ -231,9 +320,109 @@ def render_graph(
             scaling_adapter=adapter is not None,
             adapter=adapter,
             autoscaled=any(o["kind"] == "HorizontalPodAutoscaler" for o in objects),
-            pull_secret_discovery=options.image_pull_secret_discovery
-            and ctx.template_annotations.get(names.ANNOTATION_DISABLE_PULL_SECRET_DISCOVERY) != "true",
+            pull_secret_discovery=_pull_secret_discovery(g.options, ctx),
+            workload_kind=workload_kind(ctx),
+            waiting_for_checkpoint=gated,
         )
+    return _Pathway(components, (), tuple(checkpoints), status)
+
+
+def grove_pathway(
+    g: GraphContext,
+    whash: str | None,
+    pull_secrets: Sequence[PullSecret] | None,
+    ready: Mapping[str, bool],
+) -> _Pathway:
+    """One PodCliqueSet for the graph; per component only its Service, Ingress and VirtualService."""
+    members = []
+    for c in g.dgd.spec.components or []:
+        spec = generate_dcd(g, c, None, grove=True)
+        ctx = component_context(
+            spec, g.options, g.legacy.component(c.name), g.dgd.spec.annotations, ready.get(c.name)
+        )
+        members.append(grove.Member(c, replace(ctx, dcd_name=names.component_base_name(g.name, c.name))))
+    pcs = grove.pod_clique_set(g, members, ready)
+    if pull_secrets and g.options.image_pull_secret_discovery:
+        pcs = with_workload_pull_secrets(pcs, pull_secrets)
+    name = pcs["metadata"]["name"]
+    components: dict[str, RenderedComponent] = {}
+    checkpoints: list[Obj] = []
+    status: dict[str, Obj] = {}
+    models: set[str] = set()
+    for m in sorted(members, key=lambda m: m.component.name):
+        c, ctx = m.component, m.ctx
+        objects = [o for o in (grove.component_service(g, m), ingress(ctx), virtual_service(ctx)) if o]
+        model = model_service(ctx)
+        if model is not None and ctx.model_ref not in models:
+            models.add(str(ctx.model_ref))
+            objects.append(model)
+        ckpt, entry = _checkpoint_for(g, c, ctx, None)
+        if ckpt is not None:
+            checkpoints.append(ckpt)
+        if entry is not None:
+            status[c.name] = entry
+        adapter = scaling_adapter(g, c)
+        target = grove.scale_target(name, m)
+        components[c.name] = RenderedComponent(
+            name=c.name,
+            type=ctx.type,
+            dcd_name=ctx.dcd_name,
+            replicas=replicas(ctx),
+            dcd=None,
+            objects=tuple(objects),
+            scaling_adapter=adapter is not None,
+            adapter=adapter,
+            pull_secret_discovery=_pull_secret_discovery(g.options, ctx),
+            workload_kind=str(target["kind"]),
+            scale_target=target,
+            waiting_for_checkpoint=checkpoint.gates_replicas(ctx, ctx.checkpoint_ready),
+        )
+    return _Pathway(components, (pcs,), tuple(checkpoints), status)
+
+
+PATHWAYS: Mapping[
+    str, Callable[[GraphContext, str | None, Sequence[PullSecret] | None, Mapping[str, bool]], _Pathway]
+] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
+
+
+def render_graph(
+    dgd: AnyDGD,
+    options: ClusterOptions | None = None,
+    namespace: str | None = None,
+    *,
+    restart_status: Mapping[str, Any] | None = None,
+    pull_secrets: Sequence[PullSecret] | None = None,
+    checkpoint_ready: Mapping[str, bool] | None = None,
+) -> RenderedGraph:
+    """Every object the operator would create for `dgd` (either API version), grouped by component.
+
+    `restart_status` is the DGD's `status.restart` when the caller tracks one; `pull_secrets` are
+    the namespace's dockerconfigjson secrets (see `pullsecrets.from_secret`) when known;
+    `checkpoint_ready` is the observed readiness of each component's checkpoint.
+    """
+    options = options or ClusterOptions()
+    hub = to_hub(dgd)
+    ns = namespace or hub.metadata.namespace or options.namespace
+    g = GraphContext(
+        dgd=hub,
+        namespace=ns,
+        options=options,
+        annotations=graph_annotations(hub, options),
+        legacy=legacy_of(dgd),
+        backend=detect_backend(hub),
+        restart_at=restart_annotations(hub, restart_status),
+    )
+    pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
+    whash = worker_hash(g)
+    contexts = [
+        component_context(
+            generate_dcd(g, c, whash), options, g.legacy.component(c.name), hub.spec.annotations
+        )
+        for c in hub.spec.components or []
+    ]
+    validate(g, contexts, pathway == PATHWAY_GROVE)
+    shared = shared_objects(g, contexts)
+    rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})
     annotations = dict(g.annotations)
     if whash:
         annotations[names.ANNOTATION_CURRENT_WORKER_HASH] = whash
@@ -243,9 +432,14 @@ def render_graph(
         dynamo_namespace=names.dynamo_namespace(ns, g.name),
         worker_hash=whash,
         shared=tuple(shared),
-        components=components,
+        components=rendered.components,
         pvcs=tuple(pvcs(g)),
         required_pvcs=tuple(required_pvcs(g)),
         annotations=dict(sorted(annotations.items())),
         backend_framework=g.backend,
+        pathway=pathway,
+        workloads=rendered.workloads,
+        checkpoints=rendered.checkpoints,
+        required_secrets=required_secrets(contexts),
+        checkpoint_status=rendered.checkpoint_status,
     )

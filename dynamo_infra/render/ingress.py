@@ -19,10 +19,11 @@ def ingress_spec(ctx: ComponentContext) -> Obj | None:
     if ctx.type != "frontend" or not ctx.has_parent:
         return None
     cfg = ctx.options.ingress
+    gateway = ctx.options.virtual_service_gateway
     spec: Obj = {
-        "enabled": bool(cfg.virtual_service_gateway or cfg.controller_class_name),
+        "enabled": bool(gateway or cfg.controller_class_name),
         "host": ctx.parent_name,
-        "useVirtualService": cfg.use_virtual_service,
+        "useVirtualService": bool(gateway),
     }
     if cfg.controller_class_name:
         spec["ingressControllerClassName"] = cfg.controller_class_name
@@ -30,8 +31,8 @@ def ingress_spec(ctx: ComponentContext) -> Obj | None:
         spec["tls"] = {"secretName": cfg.controller_tls_secret_name}
     if cfg.host_suffix:
         spec["hostSuffix"] = cfg.host_suffix
-    if cfg.virtual_service_gateway:
-        spec["virtualServiceGateway"] = cfg.virtual_service_gateway
+    if gateway:
+        spec["virtualServiceGateway"] = gateway
     return spec
 
 
@@ -77,7 +78,7 @@ def ingress(ctx: ComponentContext) -> Obj | None:
 def virtual_service(ctx: ComponentContext) -> Obj | None:
     """Only when the cluster has a gateway and the spec asks for a VirtualService."""
     spec = ingress_spec(ctx)
-    if not ctx.options.ingress.use_virtual_service or not spec:
+    if not ctx.options.virtual_service_gateway or not spec:
         return None
     if not (spec.get("enabled") and spec.get("useVirtualService") and spec.get("virtualServiceGateway")):
         return None

@@ -35,6 +35,19 @@ ANNOTATION_TOPOLOGY_LABEL_KEY = "nvidia.com/topology-label-key"
 ANNOTATION_TOPOLOGY_CLUSTER_TOPOLOGY = "nvidia.com/topology-cluster-topology-name"
 LABEL_BASE_MODEL_HASH = "nvidia.com/dynamo-base-model-hash"
 LABEL_MANAGED_BY = "nvidia.com/managed-by"
+# Multinode pods: `role=leader|worker` (LWS pods, and the Service selector of multinode components).
+LABEL_ROLE = "role"
+ROLE_LEADER = "leader"
+ROLE_WORKER = "worker"
+# `"false"` opts a graph out of the Grove pathway (multinode components then use LWS).
+ANNOTATION_ENABLE_GROVE = "nvidia.com/enable-grove"
+ANNOTATION_GROVE_UPDATE_STRATEGY = "nvidia.com/grove-update-strategy"
+ANNOTATION_KAI_QUEUE = "nvidia.com/kai-scheduler-queue"
+LABEL_KAI_QUEUE = "kai.scheduler/queue"
+ANNOTATION_VOLCANO_QUEUE = "nvidia.com/volcano-queue"
+# PodCliqueSet annotation Grove's Volcano backend reads the queue from.
+ANNOTATION_GROVE_VOLCANO_QUEUE = "scheduling.grove.io/volcano-queue"
+LABEL_FAILOVER_ENGINE_GROUP_MEMBER = "nvidia.com/dynamo-failover-engine-group-member"
 # Value of `nvidia.com/dynamo-component-class` on workers of a graph that has an EPP.
 COMPONENT_CLASS_WORKER = "worker"
 # Annotations naming where topology labels come from (kept off pods unless the DCD carries them).

@@ -9,11 +9,13 @@ from collections.abc import Mapping
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.merge import merge_env, merge_override
+from dynamo_infra.render import checkpoint, failover, gms
 from dynamo_infra.render.backend import Backend, backend_for, component_backend
 from dynamo_infra.render.component_type import ComponentType, Other
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.epp import EPP
 from dynamo_infra.render.frontend import Frontend, frontend_container
+from dynamo_infra.render.multinode import Deployer, Placement, Role, gpu_count
 from dynamo_infra.render.names import discovery_service_account
 from dynamo_infra.render.planner import Planner
 from dynamo_infra.render.worker import Worker
@@ -43,6 +45,8 @@ STANDARD_ENV = (
     ("MODEL_EXPRESS_URL", "model_express_url"),
     ("PROMETHEUS_ENDPOINT", "prometheus_endpoint"),
 )
+# Probe period of engines restored from a Ready checkpoint.
+RESTORED_PROBE_PERIOD_S = 1
 # Service account of pods that set none when Kubernetes discovery is off.
 DEFAULT_SERVICE_ACCOUNT = "default"
 _ZERO_QUANTITY = re.compile(r"^[+]?0*(\.0*)?([a-zA-Z]+|[eE][+-]?\d+)?$")
@@ -201,10 +205,22 @@ def with_implicit_pvc_volumes(pod: Obj) -> Obj:
     return {**pod, "volumes": ordered} if ordered else pod
 
 
-def pod_spec(ctx: ComponentContext) -> Obj:
-    """The pod spec the operator generates for a single-node component (before pull secrets)."""
+def placement(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Placement:
+    """Where one pod spec of the component goes (group size, GPUs of main, parent graph)."""
+    return Placement(
+        deployer=deployer,
+        role=role,
+        nodes=ctx.node_count,
+        gpus=gpu_count((ctx.container(MAIN_CONTAINER) or {}).get("resources")),
+        graph=ctx.parent_name,
+    )
+
+
+def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
+    """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets)."""
     ctype = component_type(ctx.type)
-    backend = backend_for(component_backend(ctx))
+    backend_name = component_backend(ctx)
+    backend = backend_for(backend_name)
     container = ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:
@@ -218,7 +234,10 @@ def pod_spec(ctx: ComponentContext) -> Obj:
     validate_mounts(ctx, container)
     container = with_standard_env(ctx, container)
     sidecar_mounts = list(container.get("volumeMounts") or [])
-    container = backend.container(ctx, container)
+    container = backend.container(ctx, container, where)
+    restoring = restores_from_checkpoint(ctx)
+    if restoring:
+        container = with_checkpoint_probe_cadence(container)
 
     user_spec = copy.deepcopy(ctx.template_spec)
     sidecars = [c for c in user_spec.pop("containers", None) or [] if c.get("name") != MAIN_CONTAINER]
@@ -233,8 +252,34 @@ def pod_spec(ctx: ComponentContext) -> Obj:
     pod["containers"] = [container, *sidecars]
     if ctx.spec.get("frontendSidecar"):
         pod = with_frontend_sidecar(ctx, pod, str(ctx.spec["frontendSidecar"]), sidecar_mounts)
-    pod = backend.pod_spec(ctx, pod)
+    pod = backend.pod_spec(ctx, pod, where)
     pod = with_implicit_pvc_volumes(pod)
-    if not pod.get("serviceAccountName"):
-        pod["serviceAccountName"] = DEFAULT_SERVICE_ACCOUNT
+    if ctx.gms is not None and not ctx.inter_pod_gms:
+        pod = gms.intra_pod(ctx, pod)
+    if ctx.intra_pod_failover:
+        pod = failover.intra_pod(ctx, pod, backend_name, where.nodes)
+    if restoring and checkpoint.startup_policy(ctx.checkpoint) == checkpoint.WAIT_FOR_CHECKPOINT:
+        pod = {
+            **pod,
+            "containers": [checkpoint.restore_container(pod["containers"][0]), *pod["containers"][1:]],
+        }
     return pod
+
+
+def restores_from_checkpoint(ctx: ComponentContext) -> bool:
+    """The cluster runs checkpointing and the component's checkpoint is observed Ready."""
+    return ctx.options.checkpoint.enabled and ctx.checkpoint is not None and bool(ctx.checkpoint_ready)
+
+
+def with_checkpoint_probe_cadence(container: Obj) -> Obj:
+    """Restored engines come up in seconds: readiness and startup probes poll every second."""
+    out = dict(container)
+    for probe in ("readinessProbe", "startupProbe"):
+        if out.get(probe):
+            out[probe] = {**out[probe], "periodSeconds": RESTORED_PROBE_PERIOD_S}
+    return out
+
+
+def with_default_service_account(pod: Obj) -> Obj:
+    """The DCD controller's fallback when no service account is set."""
+    return pod if pod.get("serviceAccountName") else {**pod, "serviceAccountName": DEFAULT_SERVICE_ACCOUNT}

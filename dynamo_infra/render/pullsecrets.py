@@ -62,15 +62,52 @@ def with_pull_secrets(pod_spec: Obj, secrets: Sequence[PullSecret]) -> Obj:
     return {**pod_spec, "imagePullSecrets": [*current, *extra]} if extra else pod_spec
 
 
+def _template_paths(obj: Obj) -> list[tuple[str, ...]]:
+    """Where a workload keeps its pod templates (metadata + spec) or bare pod specs."""
+    kind = obj.get("kind")
+    if kind == "Deployment":
+        return [("spec", "template")]
+    if kind == "LeaderWorkerSet":
+        return [
+            ("spec", "leaderWorkerTemplate", "leaderTemplate"),
+            ("spec", "leaderWorkerTemplate", "workerTemplate"),
+        ]
+    return []
+
+
+def _disabled(annotations: Mapping[str, Any]) -> bool:
+    return annotations.get("nvidia.com/disable-image-pull-secret-discovery") == "true"
+
+
+def _set(obj: Obj, path: tuple[str, ...], value: Any) -> Obj:
+    if len(path) == 1:
+        return {**obj, path[0]: value}
+    return {**obj, path[0]: _set(obj[path[0]], path[1:], value)}
+
+
 def with_workload_pull_secrets(obj: Obj, secrets: Sequence[PullSecret]) -> Obj:
-    """A rendered Deployment with discovered secrets on its pod template; other kinds unchanged."""
-    if obj.get("kind") != "Deployment":
-        return obj
-    template = obj["spec"]["template"]
-    annotations = (template.get("metadata") or {}).get("annotations") or {}
-    if annotations.get("nvidia.com/disable-image-pull-secret-discovery") == "true":
-        return obj
-    spec = with_pull_secrets(template["spec"], secrets)
-    if spec is template["spec"]:
-        return obj
-    return {**obj, "spec": {**obj["spec"], "template": {**template, "spec": spec}}}
+    """A rendered workload (Deployment, LeaderWorkerSet, PodCliqueSet) with discovered secrets on
+    its pods, unless their annotations opt out; other kinds unchanged."""
+    if obj.get("kind") == "PodCliqueSet":
+        cliques = []
+        for clique in obj["spec"]["template"].get("cliques") or []:
+            if not _disabled(clique.get("annotations") or {}):
+                clique = {
+                    **clique,
+                    "spec": {
+                        **clique["spec"],
+                        "podSpec": with_pull_secrets(clique["spec"]["podSpec"], secrets),
+                    },
+                }
+            cliques.append(clique)
+        return _set(obj, ("spec", "template", "cliques"), cliques)
+    for path in _template_paths(obj):
+        template = obj
+        for key in path:
+            template = template[key]
+        if _disabled((template.get("metadata") or {}).get("annotations") or {}):
+            continue
+        spec = with_pull_secrets(template["spec"], secrets)
+        if spec is not template["spec"]:
+            obj = _set(obj, (*path, "spec"), spec)
+    return obj

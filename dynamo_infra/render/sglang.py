@@ -1,15 +1,33 @@
-"""SGLang backend, single-node: no changes (no compilation cache default)."""
+"""SGLang backend: multinode distributed init (`--dist-init-addr`, `--nnodes`, `--node-rank`)."""
 
 from __future__ import annotations
 
 from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.multinode import Placement, Role, inject_flags, without_probes
+
+# Framework word the flag injector looks for in shell command lines.
+FRAMEWORK = "sglang"
+# Port of SGLang's distributed init rendezvous on the leader.
+DIST_INIT_PORT = "29500"
+
+
+def multinode_flags(ctx: ComponentContext, p: Placement) -> tuple[str, bool]:
+    """The flags of one pod of the group, and whether a shell must evaluate them."""
+    leader = p.deployer.leader_hostname(ctx.name)
+    rank, needs_shell = ("0", False) if p.role == Role.LEADER else p.deployer.node_rank()
+    return f"--dist-init-addr {leader}:{DIST_INIT_PORT} --nnodes {p.nodes} --node-rank {rank}", needs_shell
 
 
 class SGLang:
-    def container(self, ctx: ComponentContext, container: Obj) -> Obj:
-        return container
+    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+        if not placement.multinode:
+            return container
+        if placement.role == Role.WORKER:
+            container = without_probes(container)
+        flags, needs_shell = multinode_flags(ctx, placement)
+        return inject_flags(container, flags, needs_shell, FRAMEWORK)
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
         return pod
 
     def default_compilation_cache_path(self) -> str | None:

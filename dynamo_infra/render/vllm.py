@@ -1,25 +1,345 @@
-"""vLLM backend, single-node: the compilation cache location."""
+"""vLLM backend: compilation cache, GMS weight loading, and the multinode launch (mp or Ray executor,
+data-parallel hybrid load balancing, elastic EP on Ray, the workers' wait-for-leader init container)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
+from dynamo_infra.render import names
 from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.multinode import (
+    Placement,
+    Role,
+    append_env,
+    command_line_has_arg,
+    field_ref_env,
+    fields,
+    has_arg,
+    inject_flags,
+    shell_quote,
+    shell_quote_posix,
+    without_probes,
+)
 
 # vLLM's compilation cache default mount point.
 DEFAULT_CACHE_PATH = "/root/.cache/vllm"
 # Env var telling vLLM where its cache root is.
 CACHE_ENV = "VLLM_CACHE_ROOT"
+# Framework word the flag injector looks for in shell command lines.
+FRAMEWORK = "vllm"
+# Ray head port of the multinode Ray cluster.
+RAY_PORT = "6379"
+# torch.distributed master port of the mp executor (also what workers wait for).
+MP_MASTER_PORT = "29500"
+# RPC port of data-parallel coordination between nodes.
+DATA_PARALLEL_RPC_PORT = "13445"
+# Dynamo system port the elastic-EP worker health-gate polls on the leader.
+SYSTEM_PORT = 9090
+# Annotation values choosing the executor explicitly; otherwise the origin-version gate decides.
+EXECUTOR_MP = "mp"
+EXECUTOR_RAY = "ray"
+# First operator release whose DGDs default to the mp executor.
+MP_MIN_ORIGIN_VERSION = (1, 0, 0)
+# Env var telling NIXL which address its side channel binds (the pod IP under mp).
+NIXL_SIDE_CHANNEL_HOST_ENV = "VLLM_NIXL_SIDE_CHANNEL_HOST"
+# Inter-pod GMS: engines load weights from the GMS weight server; shadows run in shadow mode.
+GMS_LOAD_FORMAT = "gms"
+GMS_SHADOW_MODE_ENV = "DYN_VLLM_GMS_SHADOW_MODE"
+# The wait-for-leader script: ConfigMap `{dgd}-wait-leader-script`, key and mount.
+WAIT_LEADER_CONFIGMAP_SUFFIX = "wait-leader-script"
+WAIT_LEADER_SCRIPT_KEY = "wait-for-leader.py"
+WAIT_LEADER_VOLUME = "wait-leader-script"
+WAIT_LEADER_MOUNT_PATH = "/scripts"
+WAIT_LEADER_INIT_CONTAINER = "wait-for-leader-mp"
+
+TP, PP, DP, DP_LOCAL = (
+    "--tensor-parallel-size",
+    "--pipeline-parallel-size",
+    "--data-parallel-size",
+    "--data-parallel-size-local",
+)
+EXECUTOR, ELASTIC_EP, DP_BACKEND = (
+    "--distributed-executor-backend",
+    "--enable-elastic-ep",
+    "--data-parallel-backend",
+)
+# vLLM's short flag spellings.
+SHORT_FLAGS = {"-tp": TP, "-pp": PP, "-dp": DP, "-dpl": DP_LOCAL, "-dpb": DP_BACKEND}
+# Flags read here (underscore spellings are normalised to dashes) and those that take a value.
+KNOWN_FLAGS = frozenset({TP, PP, DP, DP_LOCAL, DP_BACKEND, ELASTIC_EP, EXECUTOR})
+VALUE_FLAGS = KNOWN_FLAGS - {ELASTIC_EP}
+# Flags whose string value ends at a shell operator glued to it (`ray;`).
+STRING_VALUE_FLAGS = frozenset({DP_BACKEND, EXECUTOR})
+_SHELL_CONTROL = re.compile(r"[;&|<>()]")
+_K8S_VAR = re.compile(r"\$\((\w+)\)")
+
+WAIT_LEADER_SCRIPT = """\
+# Waits until the multinode leader listens on its torch.distributed master port.
+import os
+import socket
+import sys
+import time
+
+host = os.environ["LEADER_HOST"]
+port = int(os.environ["LEADER_PORT"])
+started = time.monotonic()
+reported = started
+print(f"waiting for leader {host}:{port}", flush=True)
+while True:
+    try:
+        with socket.create_connection((socket.gethostbyname(host), port), timeout=2):
+            break
+    except OSError as err:
+        if time.monotonic() - reported >= 30:
+            print(f"still waiting for {host}:{port}: {err}", flush=True)
+            reported = time.monotonic()
+        time.sleep(5)
+print(f"leader ready after {time.monotonic() - started:.1f}s", flush=True)
+sys.exit(0)
+"""
+
+
+def _trim_shell(value: str) -> str:
+    m = _SHELL_CONTROL.search(value)
+    return value[: m.start()] if m else value
+
+
+def normalize(tokens: list[str]) -> list[str]:
+    """Canonical `--long-flag value` tokens: short aliases, underscores and `=` pairs resolved."""
+    out: list[str] = []
+    trim_next = False
+    for token in tokens:
+        if trim_next:
+            trim_next = False
+            if not token.startswith("-"):
+                out.append(_trim_shell(token))
+                continue
+        flag, eq, value = token.partition("=")
+        if flag in SHORT_FLAGS:
+            flag = SHORT_FLAGS[flag]
+        elif flag.replace("_", "-") in KNOWN_FLAGS:
+            flag = flag.replace("_", "-")
+        if eq and (flag not in VALUE_FLAGS or value.startswith("--")):
+            out.append(token)
+            continue
+        if eq:
+            out.extend([flag, _trim_shell(value) if flag in STRING_VALUE_FLAGS else value])
+            continue
+        out.append(flag)
+        trim_next = flag == EXECUTOR
+    return out
+
+
+def _int_value(tokens: list[str], flag: str) -> int:
+    """The first integer following `flag` (1 when absent, like vLLM's default)."""
+    for i, token in enumerate(tokens[:-1]):
+        if token == flag:
+            try:
+                return int(tokens[i + 1])
+            except ValueError:
+                continue
+    return 1
+
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    tp: int
+    pp: int
+    dp: int
+    has_dp: bool
+    elastic_ep: bool
+    mp_executor: bool
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp
+
+    @classmethod
+    def parse(cls, tokens: list[str]) -> LaunchArgs:
+        t = normalize(fields(tokens))
+        return cls(
+            tp=_int_value(t, TP),
+            pp=_int_value(t, PP),
+            dp=_int_value(t, DP),
+            has_dp=DP in t,
+            elastic_ep=ELASTIC_EP in t,
+            mp_executor=has_arg(t, EXECUTOR, EXECUTOR_MP),
+        )
+
+
+def _version(text: str) -> tuple[int, int, int] | None:
+    m = re.match(r"^v?(\d+)\.(\d+)\.(\d+)", text.strip())
+    return (int(m[1]), int(m[2]), int(m[3])) if m else None
+
+
+def uses_mp(ctx: ComponentContext) -> bool:
+    """mp executor: explicit annotation, else origin version >= 1.0.0 (absent/invalid: Ray)."""
+    annotations = ctx.template_annotations
+    override = (annotations.get(names.ANNOTATION_VLLM_EXECUTOR) or "").lower()
+    if override in (EXECUTOR_MP, EXECUTOR_RAY):
+        return override == EXECUTOR_MP
+    version = _version(annotations.get(names.ANNOTATION_ORIGIN_VERSION) or "")
+    return version is not None and version >= MP_MIN_ORIGIN_VERSION
+
+
+def _mp_flags(container: Obj, p: Placement, component: str) -> Obj:
+    leader = p.deployer.leader_hostname(component)
+    flags = f"{EXECUTOR} mp --nnodes {p.nodes} --master-addr {leader} --master-port {MP_MASTER_PORT}"
+    needs_shell = False
+    if p.role == Role.LEADER:
+        flags += " --node-rank 0"
+    elif p.role == Role.WORKER:
+        rank, needs_shell = p.deployer.node_rank()
+        flags += f" --node-rank {rank} --headless"
+    return inject_flags(container, flags, needs_shell, FRAMEWORK)
+
+
+def _ray_launch(container: Obj, p: Placement, component: str) -> Obj:
+    args = list(container.get("args") or [])
+    if p.role == Role.LEADER:
+        cmd = " ".join(shell_quote(t) for t in container.get("command") or [])
+        quoted = " ".join(shell_quote(a) for a in args)
+        args = [f"ray start --head --port={RAY_PORT} && {cmd} {quoted} {EXECUTOR} ray"]
+    elif p.role == Role.WORKER:
+        args = [f"ray start --address={p.deployer.leader_hostname(component)}:{RAY_PORT} --block"]
+    return {**container, "command": ["/bin/sh", "-c"], "args": args}
+
+
+def _elastic_ep_launch(container: Obj, p: Placement, component: str) -> Obj:
+    """A Ray cluster across nodes; workers join once the leader's engine is live."""
+    if p.role == Role.LEADER:
+        if not container.get("command"):
+            return container
+        line = " ".join(shell_quote_posix(t) for t in [*container["command"], *(container.get("args") or [])])
+        probe = f"import socket; s=socket.create_connection(('127.0.0.1',{RAY_PORT}),timeout=1); s.close()"
+        args = [
+            f"ray start --head --port={RAY_PORT} --block & "
+            f'i=0; until python3 -c "{probe}" 2>/dev/null; '
+            'do i=$((i+1)); [ "$i" -ge 150 ] && { echo "ERROR: Ray head did not start within 300s" >&2; '
+            f"exit 1; }}; sleep 2; done && {line}"
+        ]
+    elif p.role == Role.WORKER:
+        leader = p.deployer.leader_hostname(component)
+        gate = (
+            f"i=0; until python3 -c \"import urllib.request; urllib.request.urlopen('http://{leader}:{SYSTEM_PORT}/live', "
+            'timeout=5)" 2>/dev/null; do i=$((i+1)); [ "$i" -ge 720 ] && { echo "ERROR: leader /live did not '
+            "become ready within 3h\" >&2; exit 1; }; echo 'waiting for leader dynamo.vllm /live to return 200...'; "
+            "sleep 15; done"
+        )
+        args = [f"{gate} && ray start --address={leader}:{RAY_PORT} --block"]
+    else:
+        return container
+    return {**container, "command": ["/bin/sh", "-c"], "args": args}
+
+
+def _data_parallel(container: Obj, p: Placement, component: str, a: LaunchArgs) -> Obj:
+    leader = p.deployer.leader_hostname(component)
+    local = p.gpus // a.world_size
+    total = local * p.nodes if a.dp == 1 else a.dp
+    needs_shell = False
+    start = "0"
+    if p.role == Role.WORKER:
+        rank, _ = p.deployer.node_rank()
+        start, needs_shell = f"$(( {local} * {rank} ))", True
+    elif p.role != Role.LEADER:
+        return container
+    flags = ["--data-parallel-hybrid-lb"]
+    if not a.has_dp:
+        flags += [DP, str(total)]
+    flags += [DP_LOCAL, str(local), "--data-parallel-start-rank", start]
+    flags += ["--data-parallel-address", leader, "--data-parallel-rpc-port", DATA_PARALLEL_RPC_PORT]
+    return inject_flags(container, " ".join(flags), needs_shell, FRAMEWORK)
+
+
+def multinode_launch(ctx: ComponentContext, container: Obj, p: Placement) -> Obj:
+    """updateVLLMMultinodeArgs: TP/PP across nodes (mp or Ray), elastic EP, or hybrid-LB data parallel."""
+    a = LaunchArgs.parse(list(container.get("args") or []))
+    distributed = p.gpus != 0 and a.world_size > p.gpus
+    if distributed and uses_mp(ctx):
+        return _mp_flags(container, p, ctx.name)
+    if distributed:
+        return _ray_launch(container, p, ctx.name)
+    if a.elastic_ep:
+        return _elastic_ep_launch(container, p, ctx.name)
+    if p.gpus != 0 and a.world_size * a.dp > p.gpus:
+        return _data_parallel(container, p, ctx.name, a)
+    return container
+
+
+def wait_leader_config_map_name(graph: str) -> str:
+    return f"{graph}-{WAIT_LEADER_CONFIGMAP_SUFFIX}"
+
+
+def wait_leader_config_map(graph: str, namespace: str) -> Obj:
+    """One per multinode graph; only mp workers mount it."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": wait_leader_config_map_name(graph),
+            "namespace": namespace,
+            "labels": {names.LABEL_GRAPH: graph},
+        },
+        "data": {WAIT_LEADER_SCRIPT_KEY: WAIT_LEADER_SCRIPT},
+    }
 
 
 class VLLM:
-    def container(self, ctx: ComponentContext, container: Obj) -> Obj:
+    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+        if ctx.inter_pod_gms:
+            if not has_arg(list(container.get("args") or []), "--load-format", GMS_LOAD_FORMAT):
+                container = inject_flags(container, f"--load-format {GMS_LOAD_FORMAT}", False, FRAMEWORK)
+            if ctx.inter_pod_failover:
+                container = append_env(container, {"name": GMS_SHADOW_MODE_ENV, "value": "true"})
+        if placement.multinode:
+            container = multinode_launch(ctx, container, placement)
+            if uses_mp(ctx):
+                container = append_env(container, field_ref_env(NIXL_SIDE_CHANNEL_HOST_ENV, "status.podIP"))
+            if placement.role == Role.WORKER:
+                container = without_probes(container)
         cache = ctx.spec.get("compilationCache") or {}
         path = cache.get("mountPath") or (DEFAULT_CACHE_PATH if cache else None)
-        if not path:
-            return container
-        return {**container, "env": [*(container.get("env") or []), {"name": CACHE_ENV, "value": path}]}
+        if path:
+            container = append_env(container, {"name": CACHE_ENV, "value": path})
+        return container
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj) -> Obj:
-        return pod
+    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
+        """Workers of an mp group wait in an init container until the leader's master port opens."""
+        containers = pod.get("containers") or []
+        if not (placement.graph and placement.multinode and placement.role == Role.WORKER and containers):
+            return pod
+        main = containers[0]
+        if (
+            not command_line_has_arg(main, EXECUTOR, EXECUTOR_MP)
+            and not LaunchArgs.parse([*(main.get("command") or []), *(main.get("args") or [])]).mp_executor
+        ):
+            return pod
+        host = _K8S_VAR.sub(r"${\1}", placement.deployer.leader_hostname(ctx.name))
+        script = f"{WAIT_LEADER_MOUNT_PATH}/{WAIT_LEADER_SCRIPT_KEY}"
+        init = {
+            "name": WAIT_LEADER_INIT_CONTAINER,
+            "image": main.get("image"),
+            "command": [
+                "sh",
+                "-c",
+                f'export LEADER_HOST="{host}" LEADER_PORT="{MP_MASTER_PORT}" && exec python3 {script}',
+            ],
+            "volumeMounts": [
+                {"name": WAIT_LEADER_VOLUME, "mountPath": WAIT_LEADER_MOUNT_PATH, "readOnly": True}
+            ],
+        }
+        if init["image"] is None:
+            init.pop("image")
+        volume = {
+            "name": WAIT_LEADER_VOLUME,
+            "configMap": {"name": wait_leader_config_map_name(placement.graph)},
+        }
+        return {
+            **pod,
+            "volumes": [*(pod.get("volumes") or []), volume],
+            "initContainers": [*(pod.get("initContainers") or []), init],
+        }
 
     def default_compilation_cache_path(self) -> str | None:
         return DEFAULT_CACHE_PATH

@@ -47,10 +47,19 @@ def test_dcd_deployment(corpus: Path) -> None:
     check(expected_of(scenario, {"Deployment"}), [o for o in objects if o["kind"] == "Deployment"])
 
 
-def _graph_objects(dgd: v1beta1.DynamoGraphDeployment) -> list[dict[str, Any]]:
-    rendered = render_graph(dgd, ClusterOptions(), NAMESPACE)
-    out = [c.dcd for c in rendered.components.values()]
-    out += [o for o in rendered.all_objects() if o["kind"] == "Deployment"]
+# Cluster options of the operator's LWS and Grove test environments.
+LWS = ClusterOptions.parse({"multinode": {"orchestrator": "lws"}})
+GROVE = ClusterOptions.parse({"multinode": {"orchestrator": "grove"}})
+# Kinds each expected output lists, compared as sets of objects in the namespace.
+WORKLOAD_KINDS = {"Deployment", "LeaderWorkerSet", "PodCliqueSet"}
+
+
+def _graph_objects(
+    dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions | None = None
+) -> list[dict[str, Any]]:
+    rendered = render_graph(dgd, options or ClusterOptions(), NAMESPACE)
+    out = [c.dcd for c in rendered.components.values() if c.dcd is not None]
+    out += [o for o in rendered.all_objects() if o["kind"] in WORKLOAD_KINDS]
     return out
 
 
@@ -72,20 +81,57 @@ def _replace_ignored_images(node: Any) -> Any:
     return node
 
 
-def test_dgdr_deployment_path(corpus: Path) -> None:
-    """The DGD the profiler generated (its expected form, as input) renders the expected objects."""
-    scenario = corpus / "operator-expected" / "dgdr" / "deployment"
+def _generated_dgd(scenario: Path) -> v1beta1.DynamoGraphDeployment:
+    """The DGD the profiler generated (its expected form), with the request's metadata overrides."""
     (generated,) = [d for d in docs(scenario / "output.yaml") if d["kind"] == "DynamoGraphDeployment"]
     request = docs(scenario / "input.yaml")[0]
-    overrides = request["spec"]["overrides"]["dgd"]["metadata"]
+    overrides = ((request["spec"].get("overrides") or {}).get("dgd") or {}).get("metadata") or {}
+    metadata: dict[str, Any] = {"name": generated["metadata"]["name"]}
+    if overrides.get("annotations"):
+        metadata["annotations"] = overrides["annotations"]
     dgd = {
         "apiVersion": generated["apiVersion"],
         "kind": generated["kind"],
-        "metadata": {"name": generated["metadata"]["name"], "annotations": overrides["annotations"]},
+        "metadata": metadata,
         "spec": _replace_ignored_images(copy.deepcopy(generated["spec"])),
     }
-    actual = _graph_objects(v1beta1.DynamoGraphDeployment.parse(dgd))
+    return v1beta1.DynamoGraphDeployment.parse(dgd)
+
+
+def test_dgdr_deployment_path(corpus: Path) -> None:
+    scenario = corpus / "operator-expected" / "dgdr" / "deployment"
+    actual = _graph_objects(_generated_dgd(scenario))
     check(expected_of(scenario, {"Deployment", "DynamoComponentDeployment"}), actual)
+
+
+def test_dcd_lws(corpus: Path) -> None:
+    """A multinode DCD becomes one LeaderWorkerSet `{dcd}-0` with LWS available."""
+    scenario = corpus / "operator-expected" / "dcd" / "lws"
+    (dcd,) = docs(scenario / "input.yaml")
+    dcd = {**dcd, "metadata": {**dcd["metadata"], "namespace": NAMESPACE}}
+    objects = render_dcd(dcd, LWS)
+    check(expected_of(scenario, {"LeaderWorkerSet"}), [o for o in objects if o["kind"] == "LeaderWorkerSet"])
+
+
+def test_dgd_grove(corpus: Path) -> None:
+    scenario = corpus / "operator-expected" / "dgd" / "grove"
+    (dgd,) = docs(scenario / "input.yaml")
+    actual = _graph_objects(v1beta1.DynamoGraphDeployment.parse(dgd), GROVE)
+    check(expected_of(scenario, {"PodCliqueSet"}), actual)
+
+
+def test_dgdr_lws_path(corpus: Path) -> None:
+    """Grove opted out by annotation: DCDs, a Deployment per single-node component, one LWS."""
+    scenario = corpus / "operator-expected" / "dgdr" / "lws"
+    options = ClusterOptions.parse({"multinode": {"orchestrator": "grove"}, "lws": {"enabled": True}})
+    actual = _graph_objects(_generated_dgd(scenario), options)
+    check(expected_of(scenario, {"Deployment", "DynamoComponentDeployment", "LeaderWorkerSet"}), actual)
+
+
+def test_dgdr_grove_path(corpus: Path) -> None:
+    scenario = corpus / "operator-expected" / "dgdr" / "grove"
+    actual = _graph_objects(_generated_dgd(scenario), GROVE)
+    check(expected_of(scenario, {"PodCliqueSet", "Deployment", "DynamoComponentDeployment"}), actual)
 
 
 @pytest.mark.parametrize(

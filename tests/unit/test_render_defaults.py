@@ -543,6 +543,6 @@ def test_dgd_status_and_replica_status() -> None:
     )
 
 
-def test_unsupported_features_raise() -> None:
-    with pytest.raises(DynamoValidationError, match="not supported yet"):
+def test_multinode_needs_an_orchestrator() -> None:
+    with pytest.raises(DynamoValidationError, match="no multinode orchestrator available"):
         render(graph(component("w", "decode", main=WORKER_CMD, multinode={"nodeCount": 2})))
