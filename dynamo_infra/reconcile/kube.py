@@ -165,10 +165,12 @@ class KubeClient:
 
     # --- verbs ----------------------------------------------------------------------------------
 
-    def apply(self, obj: Obj, *, force: bool = True, dry_run: bool = False) -> Obj:
-        """Server-side apply of the fields in `obj` under our field manager."""
+    def apply(
+        self, obj: Obj, *, force: bool = True, dry_run: bool = False, manager: str = FIELD_MANAGER
+    ) -> Obj:
+        """Server-side apply of the fields in `obj` under `manager` (ours by default)."""
         info, ns, name = self._info(obj)
-        params = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
+        params = {"fieldManager": manager, "force": "true" if force else "false"}
         if dry_run:
             params["dryRun"] = "All"
         return self.request(

@@ -11,6 +11,8 @@ from typing import Any
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key
 from dynamo_infra.render.status import ComponentStatus, component_status
 
+# Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
+REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
 # How often readiness is polled while awaiting.
 POLL_INTERVAL_S = 1.0
 # How often progress is reported while awaiting.
@@ -41,16 +43,35 @@ def _without_replicas(obj: Obj) -> Obj:
 def apply_objects(
     client: KubeClient, objects: dict[str, Obj], ownership: Ownership, log: Log
 ) -> dict[str, Obj]:
-    """Server-side apply every object in order; returns what the server stored."""
+    """Server-side apply every object in order; returns what the server stored.
+
+    With externally owned replicas, the count is written when the workload is created and then
+    co-owned by REPLICAS_HANDOFF_MANAGER, so our later applies (which leave it out) do not remove
+    it; an autoscaler that scales the workload takes it over from there.
+    """
     stored: dict[str, Obj] = {}
     for key, obj in objects.items():
-        desired = obj
-        if ownership.replicas_external and "replicas" in (obj.get("spec") or {}):
-            live = client.get(obj)
-            if live is not None:
-                # After creation the replica count belongs to the autoscaler: never write it again.
-                desired = _without_replicas(obj)
-        stored[key] = client.apply(desired)
+        replicas = (obj.get("spec") or {}).get("replicas")
+        if not ownership.replicas_external or replicas is None:
+            stored[key] = client.apply(obj)
+            continue
+        live = client.get(obj)
+        if live is None:
+            stored[key] = client.apply(obj)
+            handoff = {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {"name": obj["metadata"]["name"], "namespace": obj["metadata"].get("namespace")},
+                "spec": {"replicas": replicas},
+            }
+            client.apply(handoff, manager=REPLICAS_HANDOFF_MANAGER)
+            continue
+        current = (live.get("spec") or {}).get("replicas")
+        if current != replicas:
+            log(
+                f"{key}: replicas are owned by the autoscaler ({current}); the graph's {replicas} is not applied"
+            )
+        stored[key] = client.apply(_without_replicas(obj))
     return stored
 
 
