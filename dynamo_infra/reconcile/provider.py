@@ -180,6 +180,12 @@ class ComponentWorkloadProvider(ResourceProvider):
         observed = {
             k: project(present[k], objects[k]) if k in objects else present[k] for k in keys if k in present
         }
+        if props.get("replicasExternal"):
+            # The autoscaler owns the replica count: its value is not drift.
+            for k, o in observed.items():
+                wanted = (objects.get(k, {}).get("spec") or {}).get("replicas")
+                if wanted is not None and "replicas" in (o.get("spec") or {}):
+                    o["spec"]["replicas"] = wanted
         status = component_status(list(present.values())).to_dict()
         outs = {
             **props,
