@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components import DynamoGraphDeployment, load_graph
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.render import render_graph
 
 config = pulumi.Config("dynamo-infra")
 
@@ -38,19 +39,26 @@ context = config.get("context")
 # Opt-in: `pulumi destroy` also deletes the claims (and the data) the graphs created.
 delete_pvcs_on_destroy = config.get_bool("deletePvcsOnDestroy") or False
 
+dgds = []
+for i, source in enumerate(config.get_object("graphs") or []):
+    try:
+        dgds.append(load_graph(str(source)))
+    except DynamoValidationError as e:
+        fail(str(e if e.source else e.with_prefix(f"dynamo-infra:graphs[{i}]")))
+
+keeps_claims = not delete_pvcs_on_destroy and any(
+    render_graph(d, options, options.namespace).pvcs for d in dgds
+)
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
 namespace = k8s.core.v1.Namespace(
     "namespace",
     metadata={"name": options.namespace},
-    opts=pulumi.ResourceOptions(provider=provider, retain_on_delete=False),
+    # Kept on destroy while it holds claims whose data is retained.
+    opts=pulumi.ResourceOptions(provider=provider, retain_on_delete=keeps_claims),
 )
 
 graphs = {}
-for i, source in enumerate(config.get_object("graphs") or []):
-    try:
-        dgd = load_graph(str(source))
-    except DynamoValidationError as e:
-        fail(str(e if e.source else e.with_prefix(f"dynamo-infra:graphs[{i}]")))
+for dgd in dgds:
     graph = DynamoGraphDeployment(
         dgd.name,
         dgd,

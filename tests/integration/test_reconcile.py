@@ -1,0 +1,239 @@
+"""Reconciliation you can trust, through the real Pulumi CLI against the local control plane:
+drift repair, prune, autoscaler ownership, PVC retention, secrets, request counts."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pulumi import automation as auto
+
+from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient
+from tests.integration.conftest import unique
+from tools.localcluster import LocalCluster
+
+GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: rec
+spec:
+  backendFramework: vllm
+  pvcs:
+    - name: model-cache
+      create: true
+      storageClass: standard
+      size: 1Gi
+      volumeAccessMode: ReadWriteOnce
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+    Worker:
+      componentType: worker
+      replicas: 2
+      scalingAdapter:
+        enabled: true
+      resources:
+        limits:
+          gpu: "1"
+      volumeMounts:
+        - name: model-cache
+          mountPoint: /models
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B]
+    Planner:
+      componentType: planner
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+"""
+
+
+class Rig:
+    def __init__(self, project: Path, cluster: LocalCluster, kube: KubeClient) -> None:
+        self.project, self.cluster, self.kube = project, cluster, kube
+        self.ns = unique("rec")
+        self.graph = project / "examples" / "rec.yaml"
+        self.graph.write_text(GRAPH)
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+        )
+        self.stack = auto.create_stack("rec", work_dir=str(project), opts=opts)
+        self.stack.set_all_config(
+            {
+                "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
+                "dynamo-infra:cluster": auto.ConfigValue(
+                    json.dumps({"namespace": self.ns, "await": {"timeoutSeconds": 180}})
+                ),
+                "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(self.graph)])),
+            }
+        )
+
+    def deployment(self, prefix: str) -> dict:
+        return next(
+            d
+            for d in self.kube.list("apps/v1", "Deployment", self.ns)
+            if d["metadata"]["name"].startswith(prefix)
+        )
+
+    def up(self, **kw: object) -> auto.UpResult:
+        result = self.stack.up(on_output=lambda _: None, **kw)
+        assert result.summary.result == "succeeded"
+        return result
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
+    import shutil
+
+    from tests.integration.conftest import REPO
+
+    root = tmp_path_factory.mktemp("rec")
+    project = root / "project"
+    project.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, project / name)
+    (project / "examples").mkdir()
+    (project / "stacks").mkdir()
+    (project / ".venv").symlink_to(REPO / ".venv")
+    (root / "state").mkdir()
+    from dynamo_infra.reconcile import connection
+
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+        r = Rig(project, cluster, kube)
+        r.up()
+        yield r
+        r.stack.destroy(on_output=lambda _: None)
+
+
+def test_noop_up_writes_nothing(rig: Rig) -> None:
+    before = len(rig.cluster.audit_events())
+    mine_before = len(rig.cluster.audit_events(USER_AGENT))
+    preview = rig.stack.preview(on_output=lambda _: None)
+    assert set(preview.change_summary) == {"same"}
+    rig.up()
+    events = rig.cluster.audit_events()[before:]
+    writes = [
+        e
+        for e in events
+        if e["verb"] not in ("get", "list", "watch") and "dynamo-infra" in e.get("userAgent", "")
+    ]
+    assert writes == []
+    ours = rig.cluster.audit_events(USER_AGENT)[mine_before:]
+    print(f"no-op up: {len(ours)} requests from our providers, {len(events)} API requests in all")
+    assert len(ours) == 0
+
+
+def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: Rig) -> None:
+    dep = rig.deployment("rec-frontend")
+    # Another field manager changes an env var we own (as `kubectl edit` would).
+    env = dep["spec"]["template"]["spec"]["containers"][0]["env"]
+    idx = next(i for i, e in enumerate(env) if e["name"] == "DYN_HTTP_PORT")
+    rig.kube.request(
+        "PATCH",
+        rig.kube.resource("apps/v1", "Deployment").path(rig.ns, dep["metadata"]["name"]),
+        body=[
+            {"op": "replace", "path": f"/spec/template/spec/containers/0/env/{idx}/value", "value": "9999"}
+        ],
+        params={"fieldManager": "kubectl-edit"},
+        content_type="application/json-patch+json",
+    )
+    lines: list[str] = []
+    refresh = rig.stack.refresh(on_output=lines.append)
+    assert refresh.summary.resource_changes and refresh.summary.resource_changes.get("update") == 1
+    preview = rig.stack.preview(diff=True, on_output=lines.append)
+    assert preview.change_summary.get("update") == 1
+    assert re.search(r'"9999" => "8000"', "\n".join(lines)), "\n".join(lines[-60:])
+    rig.up()
+    env = rig.deployment("rec-frontend")["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {e["name"]: e.get("value") for e in env}["DYN_HTTP_PORT"] == "8000"
+
+
+def test_deleted_service_is_recreated_by_up_refresh(rig: Rig) -> None:
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "rec-frontend", "namespace": rig.ns}}
+    assert rig.kube.delete(svc, propagation="Background")
+    rig.kube.wait_deleted(svc, 30)
+    rig.up(refresh=True)
+    assert rig.kube.get(svc) is not None
+
+
+def test_autoscaler_replicas_survive_two_ups(rig: Rig) -> None:
+    dep = rig.deployment("rec-worker-")
+    assert dep["spec"]["replicas"] == 2
+    # Scale through the scale subresource as an HPA would.
+    path = rig.kube.resource("apps/v1", "Deployment").path(rig.ns, dep["metadata"]["name"]) + "/scale"
+    rig.kube.request(
+        "PATCH", path, body={"spec": {"replicas": 4}}, params={"fieldManager": "horizontal-pod-autoscaler"},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
+    rig.up()
+    rig.graph.write_text(GRAPH.replace("replicas: 2", "replicas: 3"))
+    rig.up()
+    assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
+    rig.graph.write_text(GRAPH)
+    rig.up()
+    assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
+
+
+def test_state_holds_no_plaintext_credentials(rig: Rig) -> None:
+    token = json.loads(rig.cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
+    exported = json.dumps(rig.stack.export_stack().deployment)
+    assert token not in exported
+    assert "ciphertext" in exported
+
+
+def test_removing_a_component_prunes_only_its_objects(rig: Rig) -> None:
+    planner = rig.deployment("rec-planner")
+    frontend_uid = rig.deployment("rec-frontend")["metadata"]["uid"]
+    text = GRAPH[: GRAPH.index("    Planner:")]
+    rig.graph.write_text(text)
+    result = rig.up()
+    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 2
+    assert rig.kube.get(planner) is None
+    assert rig.deployment("rec-frontend")["metadata"]["uid"] == frontend_uid
+    rig.graph.write_text(GRAPH)
+    rig.up()
+
+
+def test_pvc_is_retained_on_destroy_unless_opted_in(rig: Rig) -> None:
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "model-cache", "namespace": rig.ns},
+    }
+    live = rig.kube.get(claim)
+    assert live is not None and live["status"]["phase"] == "Bound"
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": live["spec"]["volumeName"]},
+    }
+    uid = live["metadata"]["uid"]
+    assert rig.stack.destroy(on_output=lambda _: None).summary.result == "succeeded"
+    kept = rig.kube.get(claim)
+    assert kept is not None and kept["metadata"]["uid"] == uid and rig.kube.get(volume) is not None
+    assert rig.kube.list("apps/v1", "Deployment", rig.ns) == []
+    # A new `up` adopts the kept claim (never modified); with the opt-in, destroy deletes it.
+    rig.stack.set_config("dynamo-infra:deletePvcsOnDestroy", auto.ConfigValue("true"))
+    rig.up()
+    assert rig.kube.get(claim)["metadata"]["uid"] == uid  # type: ignore[index]
+    rig.stack.destroy(on_output=lambda _: None)
+    assert rig.kube.get(claim) is not None, "an adopted claim is never deleted"
+    rig.kube.delete(claim, propagation="Background")
+    rig.kube.wait_deleted(claim, 30)
+    rig.up()
+    rig.stack.destroy(on_output=lambda _: None)
+    assert rig.kube.wait_deleted(claim, 30), "a claim we created is deleted with the opt-in"
+    rig.stack.set_config("dynamo-infra:deletePvcsOnDestroy", auto.ConfigValue("false"))
+    rig.up()
