@@ -133,16 +133,18 @@ def managed_name(g: GraphContext, c: v1beta1.Component, worker_hash: str | None,
     return checkpoint_name(checkpoint_id(g.namespace, g.name, dgd_uid, c.name, worker_hash or ""))
 
 
-def restore_candidate_annotations(
-    g: GraphContext, c: v1beta1.Component, ready: bool | None
-) -> dict[str, str]:
-    """Immediate policy: pod templates stay stable and only name the checkpoint to restore from."""
-    config = config_of(c)
-    if config is None or startup_policy(config) != IMMEDIATE:
+def restore_candidate_annotations(ctx: ComponentContext) -> dict[str, str]:
+    """Immediate policy: pod templates stay stable and only name the checkpoint to restore from
+    (a pod webhook restores new pods once it is Ready)."""
+    config = ctx.checkpoint
+    if not ctx.options.checkpoint.enabled or config is None or startup_policy(config) != IMMEDIATE:
         return {}
+    name = str(config.get("checkpointRef") or "") or checkpoint_name(
+        checkpoint_id(ctx.namespace, ctx.parent_name, "", ctx.name, ctx.worker_hash or "")
+    )
     return {
         ANNOTATION_RESTORE_CANDIDATE: "true",
-        ANNOTATION_CHECKPOINT_NAME: managed_name(g, c, None),
+        ANNOTATION_CHECKPOINT_NAME: name,
         ANNOTATION_STARTUP_POLICY: IMMEDIATE,
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render import names
+from dynamo_infra.render import checkpoint, names
 from dynamo_infra.render.context import ComponentContext, Obj
 from dynamo_infra.render.multinode import Deployer, Role
 from dynamo_infra.render.podspec import component_type, placement, pod_spec, with_default_service_account
@@ -102,7 +102,7 @@ def _metadata(ctx: ComponentContext, name: str, labels: dict[str, str], annotati
 
 def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Obj:
     """generatePodTemplateSpec of the DCD controller: pod labels and annotations, role's pod spec."""
-    annotations = kube_annotations(ctx)
+    annotations = {**kube_annotations(ctx), **checkpoint.restore_candidate_annotations(ctx)}
     meta: Obj = {"labels": pod_labels(ctx, annotations)}
     if annotations:
         meta["annotations"] = dict(annotations)

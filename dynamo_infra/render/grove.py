@@ -191,8 +191,8 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
     policy = kvtransfer.policy_of(g.dgd)
     if role != Role.GMS and policy and c.is_worker:
         out.update(kvtransfer.topology_annotations(policy))
-    if role != Role.GMS and g.options.checkpoint.enabled:
-        out.update(checkpoint.restore_candidate_annotations(g, c, ready))
+    if role != Role.GMS:
+        out.update(checkpoint.restore_candidate_annotations(ctx))
     restart_at = g.restart_at.get(c.name)
     if restart_at:
         out[names.ANNOTATION_RESTART_AT] = restart_at

@@ -257,3 +257,12 @@ def test_lws_variant_of_the_dra_options_is_accepted() -> None:
         render(graph(gms_worker(nodes=2, gpus=1)), **LWS, **DRA).components["w"].workload_kind
         == "LeaderWorkerSet"
     )
+
+
+def test_immediate_policy_marks_restore_candidates_on_deployments() -> None:
+    r = render(graph(ckpt_worker("Immediate")), **CKPT)
+    dep = next(o for o in r.components["w"].objects if o["kind"] == "Deployment")
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["nvidia.com/dynamo-checkpoint-name"] == r.checkpoints[0]["metadata"]["name"]
+    assert annotations["nvidia.com/dynamo-checkpoint-restore-candidate"] == "true"
+    assert dep["spec"].get("replicas") != 0 and not r.components["w"].waiting_for_checkpoint
