@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import DynamoGraphDeployment, load_graph
+from components.platform import Platform
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
@@ -50,12 +51,7 @@ keeps_claims = not delete_pvcs_on_destroy and any(
     render_graph(d, options, options.namespace).pvcs for d in dgds
 )
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
-namespace = k8s.core.v1.Namespace(
-    "namespace",
-    metadata={"name": options.namespace},
-    # Kept on destroy while it holds claims whose data is retained.
-    opts=pulumi.ResourceOptions(provider=provider, retain_on_delete=keeps_claims),
-)
+platform = Platform("platform", namespace=options.namespace, provider=provider, keep_namespace=keeps_claims)
 
 graphs = {}
 for dgd in dgds:
@@ -67,7 +63,7 @@ for dgd in dgds:
         options=options,
         namespace=options.namespace,
         delete_pvcs_on_destroy=delete_pvcs_on_destroy,
-        opts=pulumi.ResourceOptions(depends_on=[namespace]),
+        opts=pulumi.ResourceOptions(depends_on=[platform]),
     )
     graphs[dgd.name] = graph
 
