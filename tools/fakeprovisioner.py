@@ -17,6 +17,8 @@ from dynamo_infra.reconcile.kube import KubeClient, KubeError
 # The local cluster's default StorageClass and the provisioner name it is served by.
 STORAGE_CLASS = "standard"
 PROVISIONER = "dynamo-infra.local/hostpath"
+# Its requests are told apart from the providers' in the API server's audit log.
+USER_AGENT = "local-volume-provisioner/0.1.0"
 # How often pending claims are looked for.
 POLL_S = 1.0
 
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kubeconfig", required=True)
     args = ap.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    with KubeClient(connection.load(args.kubeconfig)) as client:
+    with KubeClient(connection.load(args.kubeconfig), user_agent=USER_AGENT) as client:
         client.apply(storage_class())
         while True:
             try:

@@ -64,8 +64,9 @@ def object_key(obj: Obj) -> str:
 
 
 class KubeClient:
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, user_agent: str = USER_AGENT) -> None:
         self.conn = conn
+        self.user_agent = user_agent
         self._http = httpx.Client(base_url=conn.server, verify=conn.ssl_context(), timeout=REQUEST_TIMEOUT_S)
         self._token = conn.bearer_token()
         self._resources: dict[str, dict[str, ResourceInfo]] = {}
@@ -84,7 +85,7 @@ class KubeClient:
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
                 content_type: str = "application/json") -> Obj:  # fmt: skip
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         data = None
