@@ -47,8 +47,10 @@ for i, source in enumerate(config.get_object("graphs") or []):
     except DynamoValidationError as e:
         fail(str(e if e.source else e.with_prefix(f"dynamo-infra:graphs[{i}]")))
 
-keeps_claims = not delete_pvcs_on_destroy and any(
-    render_graph(d, options, options.namespace).pvcs for d in dgds
+# A namespace holding claims is never deleted with the stack: claims the stack did not create (and,
+# unless opted in, those it did) keep their data.
+keeps_claims = any(
+    r.pvcs or r.required_pvcs for r in (render_graph(d, options, options.namespace) for d in dgds)
 )
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
 platform = Platform("platform", namespace=options.namespace, provider=provider, keep_namespace=keeps_claims)
