@@ -30,6 +30,15 @@ def load_graph(source: str | Path | AnyDGD) -> AnyDGD:
     return loaded.graphs[0]
 
 
+def observed(target: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """A manifest stub for an object another controller creates (Grove's PodClique or PCSG)."""
+    return {
+        "apiVersion": target["apiVersion"],
+        "kind": target["kind"],
+        "metadata": {"name": target["name"], "namespace": namespace},
+    }
+
+
 class DynamoComponentDeployment(pulumi.ComponentResource):
     """One component of a graph: its workload, Service and the rest, reconciled as one unit."""
 
@@ -58,6 +67,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             objects=list(rendered.objects),
             replicas_external=rendered.scaling_adapter or rendered.autoscaled,
             pull_secret_discovery=rendered.pull_secret_discovery,
+            observe=[observed(rendered.scale_target, graph.namespace)] if rendered.scale_target else None,
             await_policy={
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,
@@ -97,7 +107,10 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self.rendered = render_graph(load_graph(graph), options, namespace)
         child = pulumi.ResourceOptions(parent=self)
         depends: list[pulumi.Resource] = []
-        await_policy = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
+        await_policy = {
+            "mode": options.await_policy.mode,
+            "timeoutSeconds": options.await_policy.timeout_seconds,
+        }
         claims = [(str(m["metadata"]["name"]), m) for m in self.rendered.pvcs]
         claims += [(n, None) for n in self.rendered.required_pvcs]
         self.pvcs = {
@@ -128,6 +141,21 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 opts=child,
             )
             depends.append(self.shared)
+        if self.rendered.workloads:
+            # Grove: one PodCliqueSet runs every component; components hold their Services.
+            self.podcliqueset = ComponentWorkload(
+                f"{name}-podcliqueset",
+                kubeconfig=kubeconfig,
+                context=context,
+                namespace=self.rendered.namespace,
+                graph=self.rendered.name,
+                component="",
+                objects=list(self.rendered.workloads),
+                pull_secret_discovery=True,
+                await_policy={"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds},
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
+            )
+            depends.append(self.podcliqueset)
         self.components = {
             c.name: DynamoComponentDeployment(
                 f"{name}-{c.name.lower()}",

@@ -12,7 +12,10 @@ from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 
 
 class ComponentWorkload(Resource):
-    """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs."""
+    """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs.
+
+    `observe` names objects another controller creates for this one (read for status, never written).
+    """
 
     status: pulumi.Output[dict[str, Any]]
     inventory: pulumi.Output[list[str]]
@@ -30,6 +33,7 @@ class ComponentWorkload(Resource):
         objects: list[Obj],
         replicas_external: bool = False,
         pull_secret_discovery: bool = False,
+        observe: list[Obj] | None = None,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -40,6 +44,7 @@ class ComponentWorkload(Resource):
             "graph": graph,
             "component": component,
             "objects": {object_key(o): o for o in objects},
+            "observe": {object_key(o): o for o in observe or []},
             "replicasExternal": replicas_external,
             "pullSecretDiscovery": pull_secret_discovery,
             "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},

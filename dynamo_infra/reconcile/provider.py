@@ -116,13 +116,15 @@ class ComponentWorkloadProvider(ResourceProvider):
                 secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
             apply_objects(client, ordered, ownership, log)
             prune(client, previous, ordered, known, log)
+            # Objects another controller creates for us (Grove's PodCliques) count for readiness too.
+            watched = {**ordered, **(props.get("observe") or {})}
             awaiting = props.get("await") or {}
             if awaiting.get("mode", "wait") == "skip":
-                live = [o for o in read_live(client, order, ordered).values() if o is not None]
+                live = [o for o in read_live(client, list(watched), watched).values() if o is not None]
                 status = component_status(live).to_dict()
             else:
                 status = await_ready(
-                    client, ordered, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
+                    client, watched, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
                 ).to_dict()
         return {**props, "inventory": order, "status": status, "pullSecrets": secrets}
 
