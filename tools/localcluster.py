@@ -82,6 +82,7 @@ class LocalCluster:
     root: Path
     nodes: int = DEFAULT_NODES
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    commands: dict[str, tuple[list[str], Path | None]] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -166,6 +167,7 @@ class LocalCluster:
         return ports
 
     def _spawn(self, name: str, args: list[str], cwd: Path | None = None) -> None:
+        self.commands[name] = (args, cwd)
         logs = self.root / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         out = (logs / f"{name}.log").open("ab")
@@ -406,6 +408,20 @@ class LocalCluster:
             _terminate(pids[name], self.procs.get(name))
         self.procs.clear()
         self.pidfile.unlink(missing_ok=True)
+
+    def kill(self, name: str) -> None:
+        """Stop one component abruptly (SIGKILL), as a crash or an outage would."""
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        self._write_pids()
+
+    def restart(self, name: str) -> None:
+        """Start a stopped component again with its previous command line and ports."""
+        args, cwd = self.commands[name]
+        self._spawn(name, args, cwd)
+        if name == "kube-apiserver":
+            self._wait(name, lambda: self.request("GET", "/readyz")[0] == 200)
 
     def env(self) -> dict[str, str]:
         return {"KUBECONFIG": str(self.kubeconfig)}

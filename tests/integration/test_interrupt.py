@@ -1,0 +1,129 @@
+"""A failed or interrupted `pulumi up` converges on the next run, with no orphaned or duplicated
+objects: the `pulumi` process killed mid-apply, and the API server stopped mid-apply."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pulumi import automation as auto
+
+from dynamo_infra.reconcile.kube import KubeClient
+from tests.integration.conftest import unique
+from tools.localcluster import LocalCluster
+
+# A worker that cannot schedule until the selector is removed: `up` is mid-await for a long time.
+GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: intr
+spec:
+  backendFramework: vllm
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+    Worker:
+      componentType: worker
+      replicas: 2
+      resources:
+        limits:
+          gpu: "1"
+      extraPodSpec:
+        nodeSelector:
+          pool: NODE_POOL
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+          command: [python3, -m, dynamo.vllm]
+"""
+
+
+def setup_stack(project: Path, cluster: LocalCluster, pool: str) -> tuple[auto.Stack, Path, str]:
+    ns = unique("intr")
+    graph = project / "examples" / "intr.yaml"
+    graph.write_text(GRAPH.replace("NODE_POOL", pool))
+    opts = auto.LocalWorkspaceOptions(
+        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+    )
+    stack = auto.create_stack("intr", work_dir=str(project), opts=opts)
+    stack.set_all_config(
+        {
+            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
+            "dynamo-infra:cluster": auto.ConfigValue(
+                json.dumps({"namespace": ns, "await": {"timeoutSeconds": 120}})
+            ),
+            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(graph)])),
+        }
+    )
+    return stack, graph, ns
+
+
+def cli_up(project: Path) -> subprocess.Popen[str]:
+    """`pulumi up` as a user runs it (its own process group, so it can be killed whole)."""
+    env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+    return subprocess.Popen(
+        ["pulumi", "up", "--yes", "--non-interactive", "--stack", "intr", "--skip-preview"],
+        cwd=project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def wait_for(check: Callable[[], bool], timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.5)
+
+
+def names(kube: KubeClient, ns: str, api_version: str, kind: str) -> list[str]:
+    return sorted(o["metadata"]["name"] for o in kube.list(api_version, kind, ns))
+
+
+def converge_and_check(stack: auto.Stack, graph: Path, kube: KubeClient, ns: str) -> None:
+    graph.write_text(GRAPH.replace("        nodeSelector:\n          pool: NODE_POOL\n", ""))
+    up = stack.up(on_output=lambda _: None)
+    assert up.summary.result == "succeeded"
+    assert up.outputs["graphs"].value["intr"]["state"] == "successful"
+    deployments = names(kube, ns, "apps/v1", "Deployment")
+    assert len(deployments) == 2 and deployments[0] == "intr-frontend", deployments
+    assert names(kube, ns, "v1", "Service") == sorted(["intr-frontend", deployments[1]])
+    again = stack.preview(on_output=lambda _: None)
+    assert set(again.change_summary) == {"same"}, again.change_summary
+    stack.destroy(on_output=lambda _: None)
+    assert kube.list("apps/v1", "Deployment", ns) == []
+
+
+def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, project: Path) -> None:
+    stack, graph, ns = setup_stack(project, cluster, "nowhere")
+    proc = cli_up(project)
+    # Kill it while it awaits the worker that cannot schedule (its Deployment already applied).
+    wait_for(lambda: any(n.startswith("intr-worker-") for n in names(kube, ns, "apps/v1", "Deployment")))
+    time.sleep(2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    converge_and_check(stack, graph, kube, ns)
+
+
+def test_api_server_outage_mid_apply_converges(
+    cluster: LocalCluster, kube: KubeClient, project: Path
+) -> None:
+    stack, graph, ns = setup_stack(project, cluster, "nowhere")
+    proc = cli_up(project)
+    wait_for(lambda: any(n.startswith("intr-worker-") for n in names(kube, ns, "apps/v1", "Deployment")))
+    cluster.kill("kube-apiserver")
+    try:
+        out, _ = proc.communicate(timeout=240)
+        assert proc.returncode != 0
+        assert "unreachable" in out, out[-2000:]
+    finally:
+        cluster.restart("kube-apiserver")
+    converge_and_check(stack, graph, kube, ns)
