@@ -28,9 +28,12 @@ from dynamo_infra.reconcile.workload import (
     apply_objects,
     await_ready,
     delete_objects,
+    inventory_id,
     project,
     prune,
     read_live,
+    sweep_orphans,
+    with_inventory,
 )
 from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
 from dynamo_infra.render.status import component_status
@@ -114,8 +117,14 @@ class ComponentWorkloadProvider(ResourceProvider):
                 found = discover_pull_secrets(client, props["namespace"])
                 ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
                 secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
-            apply_objects(client, ordered, ownership, log)
+            inventory = inventory_id(props["namespace"], props.get("graph", ""), props.get("component", ""))
+            owner = self._label(props)
+            apply_objects(
+                client, {k: with_inventory(o, owner, inventory) for k, o in ordered.items()}, ownership, log
+            )
             prune(client, previous, ordered, known, log)
+            kinds = {(o["apiVersion"], o["kind"]) for o in [*ordered.values(), *known.values()]}
+            sweep_orphans(client, props["namespace"], inventory, kinds, set(ordered), log)
             # Objects another controller creates for us (Grove's PodCliques) count for readiness too.
             watched = {**ordered, **(props.get("observe") or {})}
             awaiting = props.get("await") or {}
@@ -167,8 +176,12 @@ class ComponentWorkloadProvider(ResourceProvider):
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         keys = list(props.get("inventory") or apply_order(props.get("objects") or {}))
+        objects = dict(props.get("objects") or {})
         with self._client(props) as client:
-            delete_objects(client, keys, dict(props.get("objects") or {}), log)
+            delete_objects(client, keys, objects, log)
+            inventory = inventory_id(props["namespace"], props.get("graph", ""), props.get("component", ""))
+            kinds = {(o["apiVersion"], o["kind"]) for o in objects.values()}
+            sweep_orphans(client, props["namespace"], inventory, kinds, set(), log)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Live state of our fields: refresh shows drift, and the next `up` repairs it."""

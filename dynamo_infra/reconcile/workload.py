@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +12,11 @@ from typing import Any
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key
 from dynamo_infra.render.status import ComponentStatus, component_status
 
+# Label on every object a provider applies: which resource (namespace/graph/component) owns it,
+# so objects left behind by an interrupted run are found and pruned by the next one.
+INVENTORY_LABEL = "dynamo-infra.io/inventory"
+# The owner spelled out, for people reading the object.
+INVENTORY_ANNOTATION = "dynamo-infra.io/owner"
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
 # How often readiness is polled while awaiting.
@@ -73,6 +79,41 @@ def apply_objects(
             )
         stored[key] = client.apply(_without_replicas(obj))
     return stored
+
+
+def inventory_id(namespace: str, graph: str, component: str) -> str:
+    """A label value naming the owning resource (12 hex of SHA-256 of `namespace/graph/component`)."""
+    return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]
+
+
+def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
+    """The manifest with our inventory label and owner annotation on its metadata (not its pods)."""
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: inventory}
+    meta["annotations"] = {**(meta.get("annotations") or {}), INVENTORY_ANNOTATION: owner}
+    return {**obj, "metadata": meta}
+
+
+def sweep_orphans(
+    client: KubeClient, namespace: str, inventory: str, kinds: set[tuple[str, str]], keep: set[str], log: Log
+) -> list[str]:
+    """Delete objects labelled with our inventory id that are not in `keep` (left by an interrupted run)."""
+    removed: list[str] = []
+    for api_version, kind in sorted(kinds):
+        if not client.serves(api_version, kind):
+            continue
+        info = client.resource(api_version, kind)
+        for obj in client.list(
+            api_version, kind, namespace if info.namespaced else None, f"{INVENTORY_LABEL}={inventory}"
+        ):
+            key = object_key(obj)
+            if key in keep:
+                continue
+            log(f"pruning {key} (left by an earlier, interrupted run)")
+            if client.delete(obj):
+                client.wait_deleted(obj, DELETE_TIMEOUT_S)
+            removed.append(key)
+    return removed
 
 
 def prune(

@@ -110,6 +110,8 @@ def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, pro
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
+    # What a user does after a killed run: release the stack lock, then `up` again.
+    stack.cancel()
     converge_and_check(stack, graph, kube, ns)
 
 
