@@ -6,12 +6,10 @@ render to a real API server and reads it back instead.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from dynamo_infra.api import v1beta1
 from dynamo_infra.config import ClusterOptions
@@ -19,19 +17,10 @@ from dynamo_infra.render import render_graph
 from dynamo_infra.render.graph import render_dcd
 from tests.apiserver_defaults import with_defaults
 from tests.matcher import match_sets, mismatches
+from tests.operator_expected import docs, expected_of, generated_dgd
 
 # The operator's tests ran in namespaces named `clusterenv-…`.
 NAMESPACE = "clusterenv-unit"
-# Image standing in for `$ignore` images when an expected DGD is used as input.
-STAND_IN_IMAGE = "test.invalid/dynamo:1.4.0-test"
-
-
-def docs(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
-
-
-def expected_of(scenario: Path, kinds: set[str]) -> list[dict[str, Any]]:
-    return [d for d in docs(scenario / "output.yaml") if d["kind"] in kinds]
 
 
 def check(expected: list[dict[str, Any]], actual: list[dict[str, Any]]) -> None:
@@ -70,37 +59,9 @@ def test_dgd_components(corpus: Path) -> None:
     check(expected_of(scenario, {"Deployment", "DynamoComponentDeployment"}), actual)
 
 
-def _replace_ignored_images(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {
-            k: STAND_IN_IMAGE if k == "image" and v == "$ignore" else _replace_ignored_images(v)
-            for k, v in node.items()
-        }
-    if isinstance(node, list):
-        return [_replace_ignored_images(v) for v in node]
-    return node
-
-
-def _generated_dgd(scenario: Path) -> v1beta1.DynamoGraphDeployment:
-    """The DGD the profiler generated (its expected form), with the request's metadata overrides."""
-    (generated,) = [d for d in docs(scenario / "output.yaml") if d["kind"] == "DynamoGraphDeployment"]
-    request = docs(scenario / "input.yaml")[0]
-    overrides = ((request["spec"].get("overrides") or {}).get("dgd") or {}).get("metadata") or {}
-    metadata: dict[str, Any] = {"name": generated["metadata"]["name"]}
-    if overrides.get("annotations"):
-        metadata["annotations"] = overrides["annotations"]
-    dgd = {
-        "apiVersion": generated["apiVersion"],
-        "kind": generated["kind"],
-        "metadata": metadata,
-        "spec": _replace_ignored_images(copy.deepcopy(generated["spec"])),
-    }
-    return v1beta1.DynamoGraphDeployment.parse(dgd)
-
-
 def test_dgdr_deployment_path(corpus: Path) -> None:
     scenario = corpus / "operator-expected" / "dgdr" / "deployment"
-    actual = _graph_objects(_generated_dgd(scenario))
+    actual = _graph_objects(generated_dgd(scenario))
     check(expected_of(scenario, {"Deployment", "DynamoComponentDeployment"}), actual)
 
 
@@ -124,13 +85,13 @@ def test_dgdr_lws_path(corpus: Path) -> None:
     """Grove opted out by annotation: DCDs, a Deployment per single-node component, one LWS."""
     scenario = corpus / "operator-expected" / "dgdr" / "lws"
     options = ClusterOptions.parse({"multinode": {"orchestrator": "grove"}, "lws": {"enabled": True}})
-    actual = _graph_objects(_generated_dgd(scenario), options)
+    actual = _graph_objects(generated_dgd(scenario), options)
     check(expected_of(scenario, {"Deployment", "DynamoComponentDeployment", "LeaderWorkerSet"}), actual)
 
 
 def test_dgdr_grove_path(corpus: Path) -> None:
     scenario = corpus / "operator-expected" / "dgdr" / "grove"
-    actual = _graph_objects(_generated_dgd(scenario), GROVE)
+    actual = _graph_objects(generated_dgd(scenario), GROVE)
     check(expected_of(scenario, {"PodCliqueSet", "Deployment", "DynamoComponentDeployment"}), actual)
 
 
