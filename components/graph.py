@@ -111,7 +111,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             "mode": options.await_policy.mode,
             "timeoutSeconds": options.await_policy.timeout_seconds,
         }
-        claims = [(str(m["metadata"]["name"]), m) for m in self.rendered.pvcs]
+        claims: list[tuple[str, dict[str, Any] | None]] = [
+            (str(m["metadata"]["name"]), m) for m in self.rendered.pvcs
+        ]
         claims += [(n, None) for n in self.rendered.required_pvcs]
         self.pvcs = {
             claim: PersistentVolumeClaim(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -56,7 +56,7 @@ def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     loader.flatten_mapping(node)
     out: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)  # type: ignore[no-untyped-call]
+        key = cast(Any, loader).construct_object(key_node, deep=True)
         if not isinstance(key, str | int | float | bool | None):
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(
@@ -76,7 +76,7 @@ def _mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r} (line {mark.line + 1}, column {mark.column + 1})", mark
             )
-        out[key] = loader.construct_object(value_node, deep=True)  # type: ignore[no-untyped-call]
+        out[key] = cast(Any, loader).construct_object(value_node, deep=True)
     return out
 
 
