@@ -144,6 +144,16 @@ def _go_mod_file(src: Path, logfile: Path, mod: str) -> str:
     return Path(info["GoMod"]).read_text()
 
 
+def _go_build(src: Path, logfile: Path, out: Path, package: str, ldflags: str = "") -> None:
+    """A static, stripped, path-trimmed build of `package` into `out`."""
+    log(f"  go build {out.name}")
+    _run(
+        ["go", "build", "-trimpath", "-ldflags", f"-s -w {ldflags}".strip(), "-o", str(out), package],
+        src,
+        logfile,
+    )
+
+
 # --- builds ---------------------------------------------------------------------------------
 
 
@@ -175,61 +185,24 @@ def build_kubernetes(g: Group, src: Path, logfile: Path) -> None:
             f"-X {p}.gitTreeState=clean",
             f"-X {p}.buildDate={date}",
         ]
-    ldflags = "-s -w " + " ".join(flags)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
     for b in g.binaries:
-        log(f"  go build {b} (kubernetes v{ver})")
-        _run(
-            [
-                "go",
-                "build",
-                "-trimpath",
-                "-ldflags",
-                ldflags,
-                "-o",
-                str(g.bin_dir / b),
-                f"k8s.io/kubernetes/cmd/{b}",
-            ],
-            src,
-            logfile,
-        )
+        _go_build(src, logfile, g.bin_dir / b, f"k8s.io/kubernetes/cmd/{b}", " ".join(flags))
 
 
 def build_etcd(g: Group, src: Path, logfile: Path) -> None:
     _wrapper(src, "dynamo-infra.local/toolchain/etcd", "1.26", [], logfile)
     _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{g.version}"], src, logfile)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
-    log(f"  go build etcd v{g.version}")
-    _run(
-        [
-            "go",
-            "build",
-            "-trimpath",
-            "-ldflags",
-            "-s -w",
-            "-o",
-            str(g.bin_dir / "etcd"),
-            "go.etcd.io/etcd/server/v3",
-        ],
-        src,
-        logfile,
-    )
+    _go_build(src, logfile, g.bin_dir / "etcd", "go.etcd.io/etcd/server/v3")
 
 
 def build_kwok(g: Group, src: Path, logfile: Path) -> None:
     _wrapper(src, "dynamo-infra.local/toolchain/kwok", "1.26", [], logfile)
     _run(["go", "get", f"sigs.k8s.io/kwok@v{g.version}"], src, logfile)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
-    log(f"  go build kwok v{g.version}")
-    _run(
-        [
-            "go", "build", "-trimpath",
-            "-ldflags", f"-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=v{g.version}",
-            "-o", str(g.bin_dir / "kwok"), "sigs.k8s.io/kwok/cmd/kwok",
-        ],
-        src,
-        logfile,
-    )  # fmt: skip
+    version_flag = f"-X sigs.k8s.io/kwok/pkg/consts.Version=v{g.version}"
+    _go_build(src, logfile, g.bin_dir / "kwok", "sigs.k8s.io/kwok/cmd/kwok", version_flag)
     # Stage files (node init/heartbeat, pod ready/complete/delete) ship in the module, not the binary.
     mod = _module_dir(src, logfile, f"sigs.k8s.io/kwok@v{g.version}")
     stages = g.folder / "stages"
@@ -262,22 +235,8 @@ def build_pulumi(g: Group, src: Path, logfile: Path) -> None:
         logfile,
     )
     g.bin_dir.mkdir(parents=True, exist_ok=True)
-    ldflags = f"-s -w -X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v{ver}"
-    log(f"  go build pulumi v{ver}")
-    _run(
-        [
-            "go",
-            "build",
-            "-trimpath",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(g.bin_dir / "pulumi"),
-            "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
-        ],
-        src,
-        logfile,
-    )
+    version_flag = f"-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v{ver}"
+    _go_build(src, logfile, g.bin_dir / "pulumi", "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi", version_flag)
     # The dynamic-provider launcher and the language host's exec script ship in the sdk module.
     sdk = _module_dir(src, logfile, f"github.com/pulumi/pulumi/sdk/v3@v{ver}")
     for rel, name in (
@@ -307,22 +266,8 @@ def build_pulumi_kubernetes(g: Group, src: Path, logfile: Path) -> None:
             shutil.copyfile(extra, src / extra.name)
     _run(["go", "get", f"{mod_path}@{commit}"], src, logfile)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
-    ldflags = f"-s -w -X {mod_path}/pkg/version.Version={g.version}"
-    log(f"  go build pulumi-resource-kubernetes v{g.version} ({commit})")
-    _run(
-        [
-            "go",
-            "build",
-            "-trimpath",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(g.bin_dir / "pulumi-resource-kubernetes"),
-            ".",
-        ],
-        src,
-        logfile,
-    )
+    version_flag = f"-X {mod_path}/pkg/version.Version={g.version}"
+    _go_build(src, logfile, g.bin_dir / "pulumi-resource-kubernetes", ".", version_flag)
 
 
 LANGUAGE_HOST = Path(__file__).with_name("pulumi_language_python.py")
