@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pulumi import automation as auto
 
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
@@ -52,19 +54,43 @@ def kube(cluster: LocalCluster) -> Iterator[KubeClient]:
         yield client
 
 
-@pytest.fixture()
-def project(tmp_path: Path) -> Path:
-    """A copy of the Pulumi project (program, examples) using the repository's virtualenv."""
-    dest = tmp_path / "project"
+def copy_project(root: Path) -> Path:
+    """`root/project`: the Pulumi project (program, examples) using the repository's virtualenv,
+    with its file backend in `root/state`."""
+    dest = root / "project"
     dest.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(REPO / name, dest / name)
     shutil.copytree(REPO / "examples", dest / "examples")
     (dest / "stacks").mkdir()
     (dest / ".venv").symlink_to(REPO / ".venv")
-    (tmp_path / "state").mkdir()
+    (root / "state").mkdir()
     return dest
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    return copy_project(tmp_path)
 
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def make_stack(
+    project: Path, local: LocalCluster, name: str, namespace: str, graphs: list[Path], **options: object
+) -> auto.Stack:
+    """A stack of the project copy in its own file backend, pointed at the local control plane."""
+    opts = auto.LocalWorkspaceOptions(
+        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+    )
+    stack = auto.create_stack(name, work_dir=str(project), opts=opts)
+    cluster_options = {"namespace": namespace, "await": {"timeoutSeconds": 180}, **options}
+    stack.set_all_config(
+        {
+            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(local.kubeconfig)),
+            "dynamo-infra:cluster": auto.ConfigValue(json.dumps(cluster_options)),
+            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
+        }
+    )
+    return stack

@@ -3,7 +3,6 @@ objects: the `pulumi` process killed mid-apply, and the API server stopped mid-a
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import KubeClient
-from tests.integration.conftest import unique
+from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
 
 # A worker that cannot schedule until the selector is removed: `up` is mid-await for a long time.
@@ -51,19 +50,7 @@ def setup_stack(project: Path, cluster: LocalCluster, pool: str) -> tuple[auto.S
     ns = unique("intr")
     graph = project / "examples" / "intr.yaml"
     graph.write_text(GRAPH.replace("NODE_POOL", pool))
-    opts = auto.LocalWorkspaceOptions(
-        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
-    )
-    stack = auto.create_stack("intr", work_dir=str(project), opts=opts)
-    stack.set_all_config(
-        {
-            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-            "dynamo-infra:cluster": auto.ConfigValue(
-                json.dumps({"namespace": ns, "await": {"timeoutSeconds": 120}})
-            ),
-            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(graph)])),
-        }
-    )
+    stack = make_stack(project, cluster, "intr", ns, [graph], **{"await": {"timeoutSeconds": 120}})
     return stack, graph, ns
 
 

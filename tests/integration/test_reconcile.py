@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
+from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient
-from tests.integration.conftest import unique
+from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 
 # The local cluster's own controllers (their writes are not ours).
@@ -75,19 +76,7 @@ class Rig:
         self.ns = unique("rec")
         self.graph = project / "examples" / "rec.yaml"
         self.graph.write_text(GRAPH)
-        opts = auto.LocalWorkspaceOptions(
-            work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
-        )
-        self.stack = auto.create_stack("rec", work_dir=str(project), opts=opts)
-        self.stack.set_all_config(
-            {
-                "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-                "dynamo-infra:cluster": auto.ConfigValue(
-                    json.dumps({"namespace": self.ns, "await": {"timeoutSeconds": 180}})
-                ),
-                "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(self.graph)])),
-            }
-        )
+        self.stack = make_stack(project, cluster, "rec", self.ns, [self.graph])
 
     def deployment(self, prefix: str) -> dict:
         return next(
@@ -104,21 +93,7 @@ class Rig:
 
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
-    import shutil
-
-    from tests.integration.conftest import REPO
-
-    root = tmp_path_factory.mktemp("rec")
-    project = root / "project"
-    project.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / name, project / name)
-    (project / "examples").mkdir()
-    (project / "stacks").mkdir()
-    (project / ".venv").symlink_to(REPO / ".venv")
-    (root / "state").mkdir()
-    from dynamo_infra.reconcile import connection
-
+    project = copy_project(tmp_path_factory.mktemp("rec"))
     with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
         r = Rig(project, cluster, kube)
         r.up()

@@ -2,34 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from pulumi import automation as auto
-
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
-from tests.integration.conftest import unique
+from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
-
-
-def make_stack(project: Path, cluster: LocalCluster, namespace: str, graph: Path) -> auto.Stack:
-    state = project.parent / "state"
-    ws = auto.LocalWorkspaceOptions(
-        work_dir=str(project),
-        env_vars={"PULUMI_BACKEND_URL": f"file://{state}"},
-    )
-    stack = auto.create_stack("it", work_dir=str(project), opts=ws)
-    stack.set_all_config(
-        {
-            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-            "dynamo-infra:cluster": auto.ConfigValue(
-                json.dumps({"namespace": namespace, "await": {"timeoutSeconds": 180}})
-            ),
-            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(graph)])),
-        }
-    )
-    return stack
 
 
 def managers(obj: dict) -> set[tuple[str, str]]:
@@ -39,7 +17,7 @@ def managers(obj: dict) -> set[tuple[str, str]]:
 def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, project: Path) -> None:
     ns = unique("skeleton")
     graph = project / "examples" / "agg.yaml"
-    stack = make_stack(project, cluster, ns, graph)
+    stack = make_stack(project, cluster, "it", ns, [graph])
 
     up = stack.up(on_output=lambda _: None)
     assert up.summary.result == "succeeded"
