@@ -64,8 +64,9 @@ def apply(cluster: LocalCluster) -> Iterator[Apply]:
             "await": AWAIT if component else {**AWAIT, "mode": "skip"},
         }
         result = provider.create(props)
-        created.append((str(result.id), result.outs))
-        return dict(result.outs)
+        outs = dict(result.outs or {})
+        created.append((str(result.id), outs))
+        return outs
 
     yield create
     for id_, outs in reversed(created):
