@@ -11,13 +11,11 @@ real API server (dry-run apply with strict field validation).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pulumi import automation as auto
 
 from components import load_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
@@ -25,7 +23,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
-from tests.integration.conftest import unique
+from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
 
 # Corpus files (under graphs/v1alpha1) and the graph each holds.
@@ -34,7 +32,6 @@ GRAPHS = {
     "sglang__disagg.yaml": "sglang-disagg",
     "vllm__disagg_planner.yaml": "vllm-disagg-planner",
 }
-AWAIT_TIMEOUT_S = 120
 # What the graphs reference but do not create: users create these first.
 HF_TOKEN_SECRET = "hf-token-secret"
 PLANNER_PROFILE_CONFIG_MAP = "planner-profile-data"
@@ -68,23 +65,6 @@ def user_prerequisites(kube: KubeClient, namespace: str) -> None:
             "data": {"README": "profiling results would be here"},
         }
     )
-
-
-def make_stack(project: Path, cluster: LocalCluster, namespace: str, graphs: list[Path]) -> auto.Stack:
-    ws = auto.LocalWorkspaceOptions(
-        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
-    )
-    stack = auto.create_stack("corpus", work_dir=str(project), opts=ws)
-    stack.set_all_config(
-        {
-            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-            "dynamo-infra:cluster": auto.ConfigValue(
-                json.dumps({"namespace": namespace, "await": {"timeoutSeconds": AWAIT_TIMEOUT_S}})
-            ),
-            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
-        }
-    )
-    return stack
 
 
 def condition(obj: Obj, kind: str) -> str | None:
@@ -129,7 +109,7 @@ def test_corpus_graphs_up(corpus: Path, cluster: LocalCluster, kube: KubeClient,
     ns = unique("corpus")
     graphs = copy_graphs(corpus, project)
     user_prerequisites(kube, ns)
-    stack = make_stack(project, cluster, ns, graphs)
+    stack = make_stack(project, cluster, "corpus", ns, graphs)
     try:
         up = stack.up(on_output=lambda _: None)
         assert up.summary.result == "succeeded"
