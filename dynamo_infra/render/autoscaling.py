@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.render import names
 from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 
@@ -36,15 +37,7 @@ def hpa(ctx: ComponentContext) -> Obj | None:
     cfg = ctx.legacy.autoscaling or {}
     if not ctx.options.legacy_autoscaling_hpa or not cfg.get("enabled"):
         return None
-    metrics = cfg.get("metrics") or [
-        {
-            "type": "Resource",
-            "resource": {
-                "name": "cpu",
-                "target": {"type": "Utilization", "averageUtilization": DEFAULT_HPA_CPU_UTILIZATION},
-            },
-        }
-    ]
+    metrics = cfg.get("metrics") or [_cpu_metric()]
     spec: Obj = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": ctx.dcd_name},
         "maxReplicas": cfg.get("maxReplicas") or max(1, int(cfg.get("minReplicas") or 1)),
@@ -59,4 +52,61 @@ def hpa(ctx: ComponentContext) -> Obj | None:
         "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": ctx.dcd_name, "namespace": ctx.namespace, "labels": dict(ctx.labels)},
         "spec": spec,
+    }
+
+
+# KEDA's ScaledObject API.
+KEDA_API_VERSION = "keda.sh/v1alpha1"
+# Workload kinds a component's replicas live on (each has a scale subresource).
+SCALABLE_KINDS = ("Deployment", "LeaderWorkerSet")
+
+
+def scale_target(objects: tuple[Obj, ...], grove_target: Obj | None) -> Obj:
+    """`{apiVersion, kind, name}` of the object whose replicas the autoscaler drives."""
+    if grove_target is not None:
+        return {k: grove_target[k] for k in ("apiVersion", "kind", "name")}
+    for o in objects:
+        if o["kind"] in SCALABLE_KINDS:
+            return {"apiVersion": o["apiVersion"], "kind": o["kind"], "name": o["metadata"]["name"]}
+    raise ValueError("the component has no scalable workload")
+
+
+def autoscaler_object(target: Obj, namespace: str, spec: Autoscaler, labels: dict[str, str]) -> Obj:
+    """The HPA or KEDA ScaledObject (named after its target) that owns the target's replicas."""
+    meta = {"name": target["name"], "namespace": namespace, "labels": dict(labels)}
+    if spec.kind == "keda":
+        keda: Obj = {
+            "scaleTargetRef": dict(target),
+            "minReplicaCount": spec.min_replicas,
+            "maxReplicaCount": spec.max_replicas,
+            "triggers": list(spec.triggers or []),
+        }
+        if spec.polling_interval is not None:
+            keda["pollingInterval"] = spec.polling_interval
+        if spec.cooldown_period is not None:
+            keda["cooldownPeriod"] = spec.cooldown_period
+        return {"apiVersion": KEDA_API_VERSION, "kind": "ScaledObject", "metadata": meta, "spec": keda}
+    hpa_spec: Obj = {
+        "scaleTargetRef": dict(target),
+        "minReplicas": spec.min_replicas,
+        "maxReplicas": spec.max_replicas,
+        "metrics": list(spec.metrics or [_cpu_metric()]),
+    }
+    if spec.behavior:
+        hpa_spec["behavior"] = spec.behavior
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": meta,
+        "spec": hpa_spec,
+    }
+
+
+def _cpu_metric() -> Obj:
+    return {
+        "type": "Resource",
+        "resource": {
+            "name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": DEFAULT_HPA_CPU_UTILIZATION},
+        },
     }
