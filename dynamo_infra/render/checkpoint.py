@@ -31,6 +31,8 @@ ANNOTATION_ARTIFACT_VERSION = "nvidia.com/snapshot-artifact-version"
 ANNOTATION_AUTO = "nvidia.com/dynamo-auto-checkpoint"
 ANNOTATION_DELETION_POLICY = "nvidia.com/dynamo-checkpoint-deletion-policy"
 ANNOTATION_TARGET_CONTAINERS = "nvidia.com/snapshot-target-containers"
+# Capture pods: the snapshot agent picks up pods labelled as checkpoint sources.
+LABEL_CHECKPOINT_SOURCE = "nvidia.com/snapshot-is-checkpoint-source"
 # Pod-template annotations of restore candidates (Immediate policy; a pod webhook restores).
 ANNOTATION_RESTORE_CANDIDATE = "nvidia.com/dynamo-checkpoint-restore-candidate"
 ANNOTATION_CHECKPOINT_NAME = "nvidia.com/dynamo-checkpoint-name"
@@ -39,6 +41,29 @@ DEFAULT_DELETION_POLICY = "Delete"
 # Capture Job defaults: one attempt, one hour.
 JOB_BACKOFF_LIMIT = 0
 JOB_ACTIVE_DEADLINE_S = 3600
+# Localhost seccomp profile of capture pods (the operator's default; CRIU cannot dump io_uring).
+DEFAULT_SECCOMP_PROFILE = "profiles/block-iouring.json"
+# Sidecar injection is disabled on capture pods (a sidecar would keep the Job from completing).
+CAPTURE_POD_ANNOTATIONS = {"linkerd.io/inject": "disabled", names.ANNOTATION_ISTIO_INJECT: "false"}
+# Downward-API volume from which a restored process re-reads its (new) pod identity.
+PODINFO_VOLUME = "podinfo"
+PODINFO_PATH = "/etc/podinfo"
+PODINFO_ITEMS = (
+    ("pod_name", "metadata.name"),
+    ("pod_uid", "metadata.uid"),
+    ("pod_namespace", "metadata.namespace"),
+    ("dyn_namespace", f"metadata.labels['{names.LABEL_NAMESPACE}']"),
+    ("dyn_namespace_worker_suffix", f"metadata.labels['{names.LABEL_WORKER_HASH}']"),
+    ("dyn_component", f"metadata.labels['{names.LABEL_COMPONENT_TYPE}']"),
+    ("dyn_parent_dgd_k8s_name", f"metadata.labels['{names.LABEL_GRAPH}']"),
+    ("dyn_parent_dgd_k8s_namespace", "metadata.namespace"),
+)
+# DynamoCheckpoint phases (`status.phase`).
+PHASE_PENDING = "Pending"
+PHASE_CREATING = "Creating"
+PHASE_READY = "Ready"
+PHASE_FAILED = "Failed"
+DELETION_POLICY_RETAIN = "Retain"
 # The snapshot agent's control directory (sentinel files) in capture and restore pods.
 CONTROL_VOLUME = "snapshot-control"
 CONTROL_PATH = "/snapshot-control"
@@ -74,12 +99,13 @@ def identity_hash(identity: Obj) -> str:
     }
     if identity.get("dynamoVersion"):
         normalized["dynamoVersion"] = identity["dynamoVersion"]
-    normalized["tensorParallelSize"] = identity.get("tensorParallelSize") or 1
-    normalized["pipelineParallelSize"] = identity.get("pipelineParallelSize") or 1
+    # int32 fields (numbers that crossed Pulumi's wire arrive as floats: 4096.0 must hash as 4096).
+    normalized["tensorParallelSize"] = int(identity.get("tensorParallelSize") or 1)
+    normalized["pipelineParallelSize"] = int(identity.get("pipelineParallelSize") or 1)
     if identity.get("dtype"):
         normalized["dtype"] = identity["dtype"]
     if identity.get("maxModelLen"):
-        normalized["maxModelLen"] = identity["maxModelLen"]
+        normalized["maxModelLen"] = int(identity["maxModelLen"])
     extra = identity.get("extraParameters") or {}
     if extra:
         normalized["extraParameters"] = dict(sorted(extra.items()))
@@ -177,7 +203,9 @@ def checkpoint_object(
         labels[names.LABEL_WORKER_HASH] = worker_hash
     target = str(config.get("targetContainerName") or MAIN_CONTAINER)
     identity = dict(config.get("identity") or {"model": "", "backendFramework": g.backend})
-    job: Obj = {"podTemplateSpec": {"spec": pod_spec}, "targetContainerName": target}
+    pod_labels = {k: v for k, v in labels.items() if k != LABEL_CHECKPOINT_ID}
+    template = {"metadata": {"labels": dict(sorted(pod_labels.items()))}, "spec": pod_spec}
+    job: Obj = {"podTemplateSpec": template, "targetContainerName": target}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -195,45 +223,91 @@ def checkpoint_object(
     }
 
 
-def capture_job(ckpt: Obj) -> Obj:
-    """The capture Job the checkpoint controller runs for a DynamoCheckpoint."""
-    name = ckpt["metadata"]["name"]
-    ckpt_id = ckpt["metadata"]["labels"][LABEL_CHECKPOINT_ID]
+def checkpoint_key(ckpt: Obj) -> str:
+    """CheckpointID of a DynamoCheckpoint: its checkpoint-id label (DGD-managed), else its identity hash."""
+    labels = (ckpt.get("metadata") or {}).get("labels") or {}
+    return str(
+        labels.get(LABEL_CHECKPOINT_ID) or identity_hash((ckpt.get("spec") or {}).get("identity") or {})
+    )
+
+
+def deletion_policy(ckpt: Obj) -> str:
+    """`Delete` (default: the capture's objects go with the checkpoint) or `Retain`."""
+    annotations = (ckpt.get("metadata") or {}).get("annotations") or {}
+    return str(annotations.get(ANNOTATION_DELETION_POLICY) or DEFAULT_DELETION_POLICY)
+
+
+def _podinfo_volume() -> Obj:
+    items = [{"path": path, "fieldRef": {"fieldPath": field}} for path, field in PODINFO_ITEMS]
+    return {"name": PODINFO_VOLUME, "downwardAPI": {"items": items}}
+
+
+def _capture_container(c: Obj, target: str) -> Obj:
+    """The target container as the snapshot agent needs it: quiesce signal, control dir, no restarts."""
+    c = {k: v for k, v in c.items() if k not in ("livenessProbe", "startupProbe")}
+    c["readinessProbe"] = {"exec": {"command": ["cat", READY_FOR_SNAPSHOT]}, "periodSeconds": 1}
+    c["env"] = [*(c.get("env") or []), {"name": CONTROL_ENV, "value": CONTROL_PATH}]
+    mounts = [*(c.get("volumeMounts") or [])]
+    if not any(m.get("name") == PODINFO_VOLUME for m in mounts):
+        mounts.append({"name": PODINFO_VOLUME, "mountPath": PODINFO_PATH, "readOnly": True})
+    mounts.append({"name": CONTROL_VOLUME, "mountPath": CONTROL_PATH, "subPath": target})
+    c["volumeMounts"] = mounts
+    if gpu_count(c.get("resources")) > 1:
+        c["command"] = [*CUDA_CHECKPOINT_LAUNCH, *(c.get("command") or [])]
+    return c
+
+
+def capture_job(ckpt: Obj, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Obj:
+    """The capture Job the checkpoint controller runs for a DynamoCheckpoint.
+
+    `seccomp_profile` is the Localhost profile set on the pod ("" sets none).
+    """
+    meta = ckpt["metadata"]
+    name, ckpt_id = meta["name"], checkpoint_key(ckpt)
+    version = str((meta.get("annotations") or {}).get(ANNOTATION_ARTIFACT_VERSION) or ARTIFACT_VERSION)
     job = ckpt["spec"]["job"]
     target = job.get("targetContainerName") or MAIN_CONTAINER
-    pod = dict((job.get("podTemplateSpec") or {}).get("spec") or {})
-    containers = []
-    for c in pod.get("containers") or []:
-        if c.get("name") == target:
-            c = {k: v for k, v in c.items() if k not in ("livenessProbe", "startupProbe")}
-            c["readinessProbe"] = {"exec": {"command": ["cat", READY_FOR_SNAPSHOT]}, "periodSeconds": 1}
-            c["env"] = [*(c.get("env") or []), {"name": CONTROL_ENV, "value": CONTROL_PATH}]
-            mount = {"name": CONTROL_VOLUME, "mountPath": CONTROL_PATH, "subPath": target}
-            c["volumeMounts"] = [*(c.get("volumeMounts") or []), mount]
-            if gpu_count(c.get("resources")) > 1:
-                c["command"] = [*CUDA_CHECKPOINT_LAUNCH, *(c.get("command") or [])]
-        containers.append(c)
-    pod = {
-        **pod,
-        "containers": containers,
-        "restartPolicy": "Never",
-        "volumes": [*(pod.get("volumes") or []), {"name": CONTROL_VOLUME, "emptyDir": {}}],
+    template = job.get("podTemplateSpec") or {}
+    pod = dict(template.get("spec") or {})
+    containers = [
+        _capture_container(c, target) if c.get("name") == target else c for c in pod.get("containers") or []
+    ]
+    volumes = [*(pod.get("volumes") or [])]
+    if not any(v.get("name") == PODINFO_VOLUME for v in volumes):
+        volumes.append(_podinfo_volume())
+    volumes.append({"name": CONTROL_VOLUME, "emptyDir": {}})
+    pod = {**pod, "containers": containers, "restartPolicy": "Never", "volumes": volumes}
+    if seccomp_profile:
+        seccomp = {"type": "Localhost", "localhostProfile": seccomp_profile}
+        pod["securityContext"] = {**(pod.get("securityContext") or {}), "seccompProfile": seccomp}
+    template_meta = template.get("metadata") or {}
+    pod_labels = {
+        **(template_meta.get("labels") or {}),
+        LABEL_CHECKPOINT_SOURCE: "true",
+        LABEL_CHECKPOINT_ID: ckpt_id,
+        LABEL_SNAPSHOT_OWNER: name,
+    }
+    pod_annotations = {
+        **(template_meta.get("annotations") or {}),
+        **CAPTURE_POD_ANNOTATIONS,
+        ANNOTATION_ARTIFACT_VERSION: version,
+        ANNOTATION_TARGET_CONTAINERS: target,
     }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(ckpt_id), "namespace": ckpt["metadata"]["namespace"]},
+        "metadata": {
+            "name": f"{JOB_PREFIX}{ckpt_id}-{version}",
+            "namespace": meta["namespace"],
+            "labels": {LABEL_CHECKPOINT_ID: ckpt_id},
+        },
         "spec": {
             "backoffLimit": JOB_BACKOFF_LIMIT,
-            "activeDeadlineSeconds": JOB_ACTIVE_DEADLINE_S,
+            "activeDeadlineSeconds": int(job.get("activeDeadlineSeconds") or JOB_ACTIVE_DEADLINE_S),
             "template": {
                 "metadata": {
-                    "labels": {LABEL_SNAPSHOT_OWNER: name},
-                    "annotations": {
-                        ANNOTATION_TARGET_CONTAINERS: target,
-                        "linkerd.io/inject": "disabled",
-                        names.ANNOTATION_ISTIO_INJECT: "false",
-                    },
+                    "labels": dict(sorted(pod_labels.items())),
+                    "annotations": dict(sorted(pod_annotations.items())),
                 },
                 "spec": pod,
             },
@@ -241,6 +315,28 @@ def capture_job(ckpt: Obj) -> Obj:
     }
 
 
-def status_entry(name: str, ckpt_id: str, ready: bool | None) -> Obj:
-    """`status.checkpoints[component]` of the DGD."""
-    return {"checkpointName": name, "checkpointID": ckpt_id, "ready": bool(ready)}
+def job_phase(job: Obj | None) -> tuple[str, str]:
+    """The checkpoint phase a capture Job implies, and the reason when it failed.
+
+    Without a snapshot agent, Ready means the Job is Complete (the operator also needs the
+    PodSnapshot bound and succeeded).
+    """
+    if job is None:
+        return PHASE_PENDING, ""
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("status") != "True":
+            continue
+        if cond.get("type") == "Failed":
+            detail = cond.get("message") or cond.get("reason") or ""
+            return PHASE_FAILED, f"checkpoint job failed: {detail}" if detail else "checkpoint job failed"
+        if cond.get("type") == "Complete":
+            return PHASE_READY, ""
+    return PHASE_CREATING, ""
+
+
+def status_entry(name: str, ckpt_id: str, ready: bool | None, identity: str = "") -> Obj:
+    """`status.checkpoints[component]` of the DGD (`identity`: the checkpoint's identity hash)."""
+    entry: Obj = {"checkpointName": name, "checkpointID": ckpt_id}
+    if identity:
+        entry["identityHash"] = identity
+    return {**entry, "ready": bool(ready)}

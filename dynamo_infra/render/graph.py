@@ -276,7 +276,8 @@ def _checkpoint_for(
     )
     obj = checkpoint.checkpoint_object(g, c, whash, pod)
     ckpt_id = obj["metadata"]["labels"][checkpoint.LABEL_CHECKPOINT_ID] if obj else ""
-    return obj, checkpoint.status_entry(name, ckpt_id, ctx.checkpoint_ready)
+    identity = checkpoint.identity_hash(obj["spec"]["identity"]) if obj else ""
+    return obj, checkpoint.status_entry(name, ckpt_id, ctx.checkpoint_ready, identity)
 
 
 def components_pathway(
