@@ -19,6 +19,9 @@ from dynamo_infra.api.errors import Problem
 DEFAULT_NAMESPACE = "default"
 # How long a component may take to become ready before `pulumi up` fails.
 DEFAULT_AWAIT_TIMEOUT_S = 600
+# How long `pulumi up` waits for a capture Job: its own deadline (activeDeadlineSeconds), after which
+# the Job fails anyway.
+DEFAULT_CHECKPOINT_TIMEOUT_S = 3600
 # Version the operator's mutating webhook stamps on new DGDs at the parity pin (1.4.x release line).
 DEFAULT_OPERATOR_ORIGIN_VERSION = "1.4.0"
 # Istio ClientTLSSettings mode of the EPP DestinationRule when the stack sets none.
@@ -152,10 +155,12 @@ class MPI(DynamoModel):
 
 
 class Checkpoint(DynamoModel):
-    """Checkpoint/restore (the operator's `checkpoint.enabled` gate) and its storage PVC."""
+    """Checkpoint/restore (the operator's `checkpoint.enabled` gate), its storage PVC, and how long
+    `pulumi up` waits for a capture Job (WaitForCheckpoint components) before it fails."""
 
     enabled: bool = False
     storage_pvc: str = ""
+    timeout_seconds: Annotated[int, Field(ge=1)] = DEFAULT_CHECKPOINT_TIMEOUT_S
 
 
 class AwaitPolicy(DynamoModel):

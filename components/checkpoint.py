@@ -1,0 +1,82 @@
+"""Checkpoint: one DynamoCheckpoint and its capture Job, run as the operator's checkpoint controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import Resource
+
+from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
+from dynamo_infra.reconcile.kube import Obj
+from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
+
+
+class Checkpoint(Resource):
+    """A DynamoCheckpoint (a graph's, or one written by hand) captured by its Job.
+
+    `wait` blocks `pulumi up` until the capture Job is Complete (phase Ready) or fails, at most
+    `timeout_seconds`; without it the resource is created with phase Creating and every later `up`
+    looks again until it is Ready. Destroy deletes the capture Job (and the DynamoCheckpoint, when
+    the cluster serves its CRD) unless the checkpoint's deletion policy is `Retain`.
+    """
+
+    phase: pulumi.Output[str]
+    ready: pulumi.Output[bool]
+    message: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        checkpoint: Obj,
+        *,
+        kubeconfig: pulumi.Input[str],
+        context: str | None = None,
+        wait: bool = True,
+        timeout_seconds: int | None = None,
+        seccomp_profile: str = DEFAULT_SECCOMP_PROFILE,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props = {
+            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            "context": context or "",
+            "namespace": checkpoint["metadata"]["namespace"],
+            "checkpoint": checkpoint,
+            "job": capture_job(checkpoint, seccomp_profile),
+            "owner": f"{pulumi.get_project()}/{pulumi.get_stack()}/{name}",
+            "wait": wait,
+            "timeoutSeconds": timeout_seconds,
+            "phase": None,
+            "ready": None,
+            "message": None,
+            "identityHash": None,
+            "checkpointId": None,
+            "checkpointName": None,
+            "jobName": None,
+            "crdApplied": None,
+        }
+        super().__init__(CheckpointProvider(), name, props, opts)
+
+    def _output(self, key: str) -> pulumi.Output[Any]:
+        value: pulumi.Output[Any] = self.__dict__[key]
+        return value
+
+    @property
+    def identity_hash(self) -> pulumi.Output[str]:
+        return self._output("identityHash")
+
+    @property
+    def checkpoint_id(self) -> pulumi.Output[str]:
+        return self._output("checkpointId")
+
+    @property
+    def checkpoint_name(self) -> pulumi.Output[str]:
+        return self._output("checkpointName")
+
+    @property
+    def job_name(self) -> pulumi.Output[str]:
+        return self._output("jobName")
+
+    @property
+    def crd_applied(self) -> pulumi.Output[bool]:
+        return self._output("crdApplied")

@@ -1,0 +1,367 @@
+"""Dynamic provider that plays the operator's checkpoint controller for one DynamoCheckpoint.
+
+Nobody runs DynamoCheckpoint objects without the operator, so this provider does what its
+checkpoint controller would: it runs the capture Job, follows it to a phase (Pending, Creating,
+Ready, Failed), refuses a checkpoint whose key another checkpoint in the namespace already owns,
+and on destroy deletes (policy `Delete`) or keeps (`Retain`) what the capture produced. When the
+cluster serves the DynamoCheckpoint CRD, the object is applied too and its status kept current.
+
+"Ready" here means the capture Job is Complete: no snapshot agent runs locally, so there is no
+PodSnapshot to wait for (the operator also needs the PodSnapshot bound and succeeded).
+
+Inputs: kubeconfig (secret), context, namespace, checkpoint (the DynamoCheckpoint manifest), job
+(its capture Job, rendered by `render.checkpoint.capture_job`), owner (`project/stack/resource`,
+tells our objects from another stack's), wait (block until Ready), timeoutSeconds.
+Outputs add phase, ready, message, identityHash, checkpointId, checkpointName, jobName, crdApplied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any
+
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    ResourceProvider,
+    UpdateResult,
+)
+
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj
+from dynamo_infra.reconcile.provider import log
+from dynamo_infra.reconcile.workload import DELETE_TIMEOUT_S, INVENTORY_ANNOTATION, INVENTORY_LABEL
+from dynamo_infra.render import checkpoint as ck
+
+# Inputs whose change means the cluster must be written to (or the wait redone).
+DIFFED_INPUTS = ("kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds")
+# Our label on capture Jobs: the identity hash of the checkpoint they capture.
+LABEL_IDENTITY_HASH = "dynamo-infra.io/checkpoint-identity-hash"
+# Our annotation on capture Jobs: the DynamoCheckpoint they run for (also without the CRD).
+ANNOTATION_CHECKPOINT = "dynamo-infra.io/checkpoint"
+# Job label Kubernetes puts on the pods of a Job.
+LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
+# How often the capture Job is polled, and progress reported, while waiting.
+POLL_INTERVAL_S = 1.0
+PROGRESS_EVERY_S = 10.0
+# HTTP status of an update Kubernetes refuses (a Job's pod template is immutable).
+UNPROCESSABLE = 422
+
+
+class CheckpointFailed(RuntimeError):
+    """The checkpoint cannot become Ready: duplicate key, failed capture Job, or timeout."""
+
+
+def owner_id(owner: str) -> str:
+    """Inventory label value of a checkpoint's objects (12 hex of SHA-256 of its owner)."""
+    return hashlib.sha256(owner.encode()).hexdigest()[:12]
+
+
+def _meta(obj: Obj | None) -> Obj:
+    return (obj or {}).get("metadata") or {}
+
+
+def _owner_of(obj: Obj) -> str:
+    return str((_meta(obj).get("annotations") or {}).get(INVENTORY_ANNOTATION) or "")
+
+
+def _stamped(obj: Obj, owner: str, extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> Obj:
+    """The manifest with our inventory label, owner annotation and bookkeeping metadata."""
+    meta = dict(_meta(obj))
+    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: owner_id(owner), **extra_labels}
+    meta["annotations"] = {
+        **(meta.get("annotations") or {}),
+        INVENTORY_ANNOTATION: owner,
+        **extra_annotations,
+    }
+    return {**obj, "metadata": meta}
+
+
+def _stub(api_version: str, kind: str, namespace: str, name: str) -> Obj:
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+
+
+class CheckpointProvider(ResourceProvider):
+    """Reconciles one checkpoint: capture Job (+ DynamoCheckpoint when served), phase, duplicates."""
+
+    serialize_as_secret_always = False
+
+    # --- helpers ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _client(props: dict[str, Any]) -> KubeClient:
+        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
+
+    @staticmethod
+    def _names(props: dict[str, Any]) -> tuple[str, str, str]:
+        """Namespace, checkpoint name, capture Job name."""
+        return props["namespace"], _meta(props["checkpoint"])["name"], _meta(props["job"])["name"]
+
+    @staticmethod
+    def _label(props: dict[str, Any]) -> str:
+        return f"DynamoCheckpoint {props['namespace']}/{_meta(props['checkpoint'])['name']}"
+
+    def _duplicate(self, client: KubeClient, props: dict[str, Any], crd: bool) -> str | None:
+        """FindCheckpointByCheckpointID: who else in the namespace owns this checkpoint's key."""
+        ns, name, job_name = self._names(props)
+        ckpt, owner = props["checkpoint"], props["owner"]
+        key = ck.checkpoint_key(ckpt)
+        managed = bool((_meta(ckpt).get("labels") or {}).get(ck.LABEL_CHECKPOINT_ID))
+        what = f"checkpoint ID {key}" if managed else f"checkpoint identity hash {key}"
+        found: list[str] = []
+        selector = f"{ck.LABEL_CHECKPOINT_ID}={key}"
+        if crd:
+            for other in client.list(ck.API_VERSION, ck.KIND, ns, label_selector=selector):
+                other_owner = _owner_of(other)
+                if _meta(other)["name"] != name or (other_owner and other_owner != owner):
+                    found.append(f"{_meta(other)['name']}" + (f" ({other_owner})" if other_owner else ""))
+        jobs = client.list("batch/v1", "Job", ns, label_selector=selector)
+        same_name = client.get(_stub("batch/v1", "Job", ns, job_name))
+        if same_name is not None and all(_meta(j)["name"] != job_name for j in jobs):
+            jobs.append(same_name)
+        for job in jobs:
+            other_owner = _owner_of(job)
+            if other_owner == owner:
+                continue
+            annotations = _meta(job).get("annotations") or {}
+            pod_labels = _meta((job.get("spec") or {}).get("template") or {}).get("labels") or {}
+            holder = annotations.get(ANNOTATION_CHECKPOINT) or pod_labels.get(ck.LABEL_SNAPSHOT_OWNER)
+            who = str(holder or f"Job {_meta(job)['name']}")
+            found.append(who + (f" ({other_owner})" if other_owner else ""))
+        if not found:
+            return None
+        return f"{self._label(props)}: {what} is already owned by {', '.join(sorted(set(found)))}"
+
+    def _apply_checkpoint(self, client: KubeClient, props: dict[str, Any]) -> Obj:
+        return client.apply(_stamped(props["checkpoint"], props["owner"], {}, {}))
+
+    def _apply_status(self, client: KubeClient, props: dict[str, Any], status: Obj) -> None:
+        """The controller's half of the DynamoCheckpoint: its status subresource."""
+        ns, name, _ = self._names(props)
+        info = client.resource(ck.API_VERSION, ck.KIND)
+        body = {"apiVersion": ck.API_VERSION, "kind": ck.KIND, "metadata": {"name": name, "namespace": ns}}
+        client.request(
+            "PATCH",
+            info.path(ns, name) + "/status",
+            body={**body, "status": status},
+            params={"fieldManager": FIELD_MANAGER, "force": "true"},
+            content_type="application/apply-patch+yaml",
+        )
+
+    def _apply_job(self, client: KubeClient, props: dict[str, Any], owner_ref: Obj | None) -> Obj:
+        """Create the capture Job, or keep ours; a failed one (an earlier `up`) is replaced to retry."""
+        ns, name, job_name = self._names(props)
+        identity = ck.identity_hash((props["checkpoint"].get("spec") or {}).get("identity") or {})
+        job = _stamped(
+            props["job"], props["owner"], {LABEL_IDENTITY_HASH: identity}, {ANNOTATION_CHECKPOINT: name}
+        )
+        if owner_ref is not None:
+            job = {**job, "metadata": {**job["metadata"], "ownerReferences": [owner_ref]}}
+        stub = _stub("batch/v1", "Job", ns, job_name)
+        live = client.get(stub)
+        if live is not None and ck.job_phase(live)[0] == ck.PHASE_FAILED:
+            log(f"{self._label(props)}: capture Job {ns}/{job_name} failed earlier; recreating it to retry")
+            self._delete_job(client, stub)
+            live = None
+        if live is None:
+            log(f"{self._label(props)}: creating capture Job {ns}/{job_name}")
+            return client.apply(job)
+        try:
+            return client.apply(job)
+        except KubeError as e:
+            if e.status != UNPROCESSABLE:
+                raise
+        log(
+            f"{self._label(props)}: capture Job {ns}/{job_name} changed where Jobs are immutable; recreating it"
+        )
+        self._delete_job(client, stub)
+        return client.apply(job)
+
+    @staticmethod
+    def _delete_job(client: KubeClient, job: Obj) -> None:
+        if client.delete(job, propagation="Foreground"):
+            client.wait_deleted(job, DELETE_TIMEOUT_S)
+
+    def _pods_summary(self, client: KubeClient, namespace: str, job_name: str) -> str:
+        pods = client.list("v1", "Pod", namespace, label_selector=f"{LABEL_JOB_NAME}={job_name}")
+        parts = []
+        for pod in pods:
+            status = pod.get("status") or {}
+            why = next(
+                (
+                    c.get("message") or c.get("reason")
+                    for c in status.get("conditions") or []
+                    if c.get("status") == "False" and (c.get("message") or c.get("reason"))
+                ),
+                "",
+            )
+            parts.append(
+                f"pod {_meta(pod)['name']} {status.get('phase', 'Unknown')}" + (f" ({why})" if why else "")
+            )
+        return "; ".join(parts) or "no pod yet"
+
+    def _await(self, client: KubeClient, props: dict[str, Any], live: Obj) -> tuple[str, str, Obj]:
+        """Follow the capture Job until it is Complete or Failed; fail after `timeoutSeconds`."""
+        ns, _, job_name = self._names(props)
+        timeout = float(props.get("timeoutSeconds") or ck.JOB_ACTIVE_DEADLINE_S)
+        start = time.monotonic()
+        next_report = start + PROGRESS_EVERY_S
+        stub = _stub("batch/v1", "Job", ns, job_name)
+        while True:
+            phase, message = ck.job_phase(live)
+            if phase in (ck.PHASE_READY, ck.PHASE_FAILED):
+                return phase, message, live
+            now = time.monotonic()
+            if now - start >= timeout:
+                raise CheckpointFailed(
+                    f"{self._label(props)}: capture Job {ns}/{job_name} not Complete after {timeout:.0f}s "
+                    f"({self._pods_summary(client, ns, job_name)}); the next `pulumi up` keeps waiting for it"
+                )
+            if now >= next_report:
+                status = live.get("status") or {}
+                log(
+                    f"{self._label(props)}: waiting for capture Job {ns}/{job_name} "
+                    f"(active {status.get('active', 0)}, succeeded {status.get('succeeded', 0)}; "
+                    f"{now - start:.0f}s of {timeout:.0f}s)"
+                )
+                next_report = now + PROGRESS_EVERY_S
+            time.sleep(POLL_INTERVAL_S)
+            found = client.get(stub)
+            if found is None:
+                raise CheckpointFailed(
+                    f"{self._label(props)}: capture Job {ns}/{job_name} was deleted while waiting"
+                )
+            live = found
+
+    def _status(self, props: dict[str, Any], phase: str, message: str) -> Obj:
+        ckpt = props["checkpoint"]
+        status: Obj = {
+            "phase": phase,
+            "identityHash": ck.identity_hash((ckpt.get("spec") or {}).get("identity") or {}),
+            "checkpointID": ck.checkpoint_key(ckpt),
+            "jobName": _meta(props["job"])["name"],
+        }
+        if message:
+            status["message"] = message
+        return status
+
+    def _outputs(self, props: dict[str, Any], phase: str, message: str, crd: bool) -> dict[str, Any]:
+        status = self._status(props, phase, message)
+        return {
+            **props,
+            "phase": phase,
+            "ready": phase == ck.PHASE_READY,
+            "message": message,
+            "identityHash": status["identityHash"],
+            "checkpointId": status["checkpointID"],
+            "checkpointName": _meta(props["checkpoint"])["name"],
+            "jobName": status["jobName"],
+            "crdApplied": crd,
+        }
+
+    def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
+        label = self._label(props)
+        with self._client(props) as client:
+            crd = client.serves(ck.API_VERSION, ck.KIND)
+            duplicate = self._duplicate(client, props, crd)
+            if duplicate is not None:
+                raise CheckpointFailed(duplicate)
+            owner_ref = None
+            if crd:
+                applied = self._apply_checkpoint(client, props)
+                owner_ref = {
+                    "apiVersion": ck.API_VERSION,
+                    "kind": ck.KIND,
+                    "name": _meta(applied)["name"],
+                    "uid": _meta(applied)["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            else:
+                log(
+                    f"{label}: the cluster does not serve {ck.API_VERSION} {ck.KIND}; tracking the capture Job only"
+                )
+            live = self._apply_job(client, props, owner_ref)
+            phase, message = ck.job_phase(live)
+            if crd and phase != ck.PHASE_READY:
+                self._apply_status(client, props, self._status(props, ck.PHASE_CREATING, ""))
+            if props.get("wait") and phase not in (ck.PHASE_READY, ck.PHASE_FAILED):
+                phase, message, live = self._await(client, props, live)
+            if crd:
+                self._apply_status(client, props, self._status(props, phase, message))
+            if phase == ck.PHASE_FAILED:
+                raise CheckpointFailed(
+                    f"{label}: {message}; the next `pulumi up` recreates the capture Job to retry"
+                )
+            log(f"{label}: {phase} (capture Job {props['namespace']}/{_meta(props['job'])['name']})")
+        return self._outputs(props, phase, message, crd)
+
+    # --- ResourceProvider -------------------------------------------------------------------------
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        ckpt, job = news.get("checkpoint"), news.get("job")
+        if not isinstance(ckpt, dict) or not _meta(ckpt).get("name"):
+            failures.append(
+                CheckFailure("checkpoint", "a DynamoCheckpoint manifest with metadata.name is required")
+            )
+        elif not ((ckpt.get("spec") or {}).get("job") or {}).get("podTemplateSpec"):
+            failures.append(CheckFailure("checkpoint", "spec.job.podTemplateSpec is required"))
+        if not isinstance(job, dict) or not _meta(job).get("name"):
+            failures.append(CheckFailure("job", "the capture Job manifest with metadata.name is required"))
+        if not news.get("owner"):
+            failures.append(CheckFailure("owner", "an owner (project/stack/resource) is required"))
+        if not news.get("kubeconfig"):
+            failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        """Input changes; a checkpoint not yet Ready is looked at again by every `up`."""
+        changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
+        replaces: list[str] = [k for k in ("namespace", "owner") if k in changed]
+        for key in ("checkpoint", "job"):
+            if _meta(olds.get(key)).get("name") != _meta(news.get(key)).get("name"):
+                replaces.append(key)
+        pending = olds.get("phase") != ck.PHASE_READY
+        return DiffResult(changes=bool(changed) or pending, replaces=replaces, delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = self._reconcile(props)
+        return CreateResult(id_=f"{props['namespace']}/{outs['checkpointName']}", outs=outs)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=self._reconcile(news))
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        ns, name, job_name = self._names(props)
+        label = self._label(props)
+        if ck.deletion_policy(props["checkpoint"]) == ck.DELETION_POLICY_RETAIN:
+            log(f"{label}: retaining capture Job {ns}/{job_name} and the checkpoint (deletionPolicy Retain)")
+            return
+        with self._client(props) as client:
+            job = client.get(_stub("batch/v1", "Job", ns, job_name))
+            if job is not None and _owner_of(job) == props["owner"]:
+                log(f"{label}: deleting capture Job {ns}/{job_name}")
+                self._delete_job(client, job)
+            if props.get("crdApplied") and client.serves(ck.API_VERSION, ck.KIND):
+                obj = _stub(ck.API_VERSION, ck.KIND, ns, name)
+                live = client.get(obj)
+                if live is not None and _owner_of(live) == props["owner"] and client.delete(obj):
+                    client.wait_deleted(obj, DELETE_TIMEOUT_S)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The phase the live capture Job implies; gone when neither Job nor checkpoint exists."""
+        ns, name, job_name = self._names(props)
+        with self._client(props) as client:
+            job = client.get(_stub("batch/v1", "Job", ns, job_name))
+            crd = bool(props.get("crdApplied")) and client.serves(ck.API_VERSION, ck.KIND)
+            obj = client.get(_stub(ck.API_VERSION, ck.KIND, ns, name)) if crd else None
+        if job is None and obj is None:
+            return ReadResult(None, {})
+        phase, message = ck.job_phase(job)
+        outs = self._outputs(props, phase, message, bool(props.get("crdApplied")))
+        return ReadResult(id_, outs, {k: props[k] for k in DIFFED_INPUTS if k in props})
