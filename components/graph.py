@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
 import pulumi
 
+from components.checkpoint import Checkpoint
 from components.pvc import PersistentVolumeClaim
 from components.workload import ComponentWorkload
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.reconcile.kube import Obj
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
+from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
@@ -39,8 +43,31 @@ def observed(target: dict[str, Any], namespace: str) -> dict[str, Any]:
     }
 
 
+def with_waiting(values: list[Any]) -> dict[str, Any]:
+    """A component status, marked while its replicas are held at 0 for its checkpoint."""
+    status, waiting = dict(values[0] or {}), bool(values[1])
+    return {**status, "waitingForCheckpoint": True} if waiting else status
+
+
+def objects_of(component: str, rendered: RenderedGraph) -> list[Obj]:
+    return list(rendered.components[component].objects)
+
+
+def waiting_of(component: str, rendered: RenderedGraph) -> bool:
+    return rendered.components[component].waiting_for_checkpoint
+
+
+def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Obj]:
+    """The graph's DGD-managed DynamoCheckpoints by the component they capture."""
+    return {str(o["metadata"]["labels"][LABEL_COMPONENT]): o for o in rendered.checkpoints}
+
+
 class DynamoComponentDeployment(pulumi.ComponentResource):
-    """One component of a graph: its workload, Service and the rest, reconciled as one unit."""
+    """One component of a graph: its workload, Service and the rest, reconciled as one unit.
+
+    `objects` and `waiting` override the rendering's when they depend on the component's checkpoint
+    (rendered again once its readiness is known).
+    """
 
     status: pulumi.Output[dict[str, Any]]
 
@@ -53,6 +80,8 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         kubeconfig: pulumi.Input[str],
         context: str | None,
         options: ClusterOptions,
+        objects: pulumi.Input[list[Obj]] | None = None,
+        waiting: pulumi.Input[bool] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
@@ -64,7 +93,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             namespace=graph.namespace,
             graph=graph.name,
             component=rendered.name,
-            objects=list(rendered.objects),
+            objects=list(rendered.objects) if objects is None else objects,
             replicas_external=rendered.scaling_adapter or rendered.autoscaled,
             pull_secret_discovery=rendered.pull_secret_discovery,
             observe=[observed(rendered.scale_target, graph.namespace)] if rendered.scale_target else None,
@@ -75,6 +104,8 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.status = self.workload.status
+        if waiting is not None:
+            self.status = pulumi.Output.all(self.workload.status, waiting).apply(with_waiting)
         self.register_outputs({"dcdName": rendered.dcd_name, "status": self.status})
 
 
@@ -84,11 +115,17 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path). Outputs: `state`,
     `conditions` and per-component `components` status, computed as the operator does. Claims the
     graph creates survive `pulumi destroy` unless `delete_pvcs_on_destroy` is set.
+
+    Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a
+    `Checkpoint` first; their objects are rendered from its readiness, so `Immediate` components
+    start at once and `WaitForCheckpoint` ones start restore-wired once the capture is Ready.
+    Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
     """
 
     state: pulumi.Output[str]
     conditions: pulumi.Output[list[dict[str, Any]]]
     component_statuses: pulumi.Output[dict[str, Any]]
+    checkpoint_statuses: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,
@@ -104,7 +141,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     ) -> None:
         super().__init__(GRAPH_TYPE, name, None, opts)
         options = options or ClusterOptions()
-        self.rendered = render_graph(load_graph(graph), options, namespace)
+        dgd = load_graph(graph)
+        self.rendered = render_graph(dgd, options, namespace)
         child = pulumi.ResourceOptions(parent=self)
         depends: list[pulumi.Resource] = []
         await_policy = {
@@ -143,6 +181,37 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 opts=child,
             )
             depends.append(self.shared)
+        self.checkpoints = {
+            component: Checkpoint(
+                f"{name}-checkpoint-{component.lower()}",
+                obj,
+                kubeconfig=kubeconfig,
+                context=context,
+                # Only WaitForCheckpoint components wait for the capture (and not where nothing runs pods).
+                wait=self.rendered.components[component].waiting_for_checkpoint
+                and options.await_policy.mode != "skip",
+                timeout_seconds=options.checkpoint.timeout_seconds,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
+            )
+            for component, obj in checkpoint_owners(self.rendered).items()
+        }
+
+        def rendered_ready(components: list[str]) -> pulumi.Output[RenderedGraph]:
+            """The graph rendered again with the observed readiness of these components' checkpoints."""
+            readiness = [self.checkpoints[c].ready for c in components]
+            return pulumi.Output.all(*readiness).apply(
+                lambda ready: render_graph(
+                    dgd,
+                    options,
+                    namespace,
+                    checkpoint_ready={c: bool(r) for c, r in zip(components, ready, strict=True)},
+                )
+            )
+
+        # Grove: one PodCliqueSet for the graph, rendered once every checkpoint's readiness is known.
+        everything = (
+            rendered_ready(list(self.checkpoints)) if self.checkpoints and self.rendered.workloads else None
+        )
         if self.rendered.workloads:
             # Grove: one PodCliqueSet runs every component; components hold their Services.
             self.podcliqueset = ComponentWorkload(
@@ -152,24 +221,36 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 namespace=self.rendered.namespace,
                 graph=self.rendered.name,
                 component="",
-                objects=list(self.rendered.workloads),
+                objects=list(self.rendered.workloads)
+                if everything is None
+                else everything.apply(lambda r: list(r.workloads)),
                 pull_secret_discovery=True,
                 await_policy={"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds},
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
             )
             depends.append(self.podcliqueset)
-        self.components = {
-            c.name: DynamoComponentDeployment(
+        self.components: dict[str, DynamoComponentDeployment] = {}
+        for c in self.rendered.components.values():
+            objects: pulumi.Input[list[Obj]] | None = None
+            waiting: pulumi.Output[bool] | None = None
+            if c.name in self.checkpoints:
+                # Grove: the PodCliqueSet carries the pods, the component only its Services.
+                own = everything if self.rendered.workloads else rendered_ready([c.name])
+                assert own is not None
+                if not self.rendered.workloads:
+                    objects = own.apply(functools.partial(objects_of, c.name))
+                waiting = own.apply(functools.partial(waiting_of, c.name))
+            self.components[c.name] = DynamoComponentDeployment(
                 f"{name}-{c.name.lower()}",
                 c,
                 graph=self.rendered,
                 kubeconfig=kubeconfig,
                 context=context,
                 options=options,
+                objects=objects,
+                waiting=waiting,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
-            for c in self.rendered.components.values()
-        }
         names = list(self.components)
         statuses = pulumi.Output.all(*[self.components[n].status for n in names]).apply(
             lambda values: {n: (v or {}) for n, v in zip(names, values, strict=True)}
@@ -178,7 +259,10 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             lambda s: graph_status(
                 {
                     n: ComponentStatus(
-                        bool(v.get("ready")), str(v.get("reason", "")), str(v.get("message", ""))
+                        bool(v.get("ready")),
+                        str(v.get("reason", "")),
+                        str(v.get("message", "")),
+                        waiting_for_checkpoint=bool(v.get("waitingForCheckpoint")),
                     )
                     for n, v in s.items()
                 }
@@ -187,4 +271,23 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self.component_statuses = statuses
         self.state = overall.apply(lambda o: o["state"])
         self.conditions = overall.apply(lambda o: o["conditions"])
-        self.register_outputs({"state": self.state, "conditions": self.conditions, "components": statuses})
+        self.checkpoint_statuses = pulumi.Output.from_input(
+            {
+                c: {
+                    "checkpointName": cp.checkpoint_name,
+                    "checkpointID": cp.checkpoint_id,
+                    "identityHash": cp.identity_hash,
+                    "ready": cp.ready,
+                    "phase": cp.phase,
+                }
+                for c, cp in self.checkpoints.items()
+            }
+        )
+        self.register_outputs(
+            {
+                "state": self.state,
+                "conditions": self.conditions,
+                "components": statuses,
+                "checkpoints": self.checkpoint_statuses,
+            }
+        )

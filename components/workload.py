@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 from pulumi.dynamic import Resource
@@ -11,10 +11,16 @@ from dynamo_infra.reconcile.kube import Obj, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 
 
+def keyed(objects: list[Obj]) -> dict[str, Obj]:
+    """Objects by `apiVersion/kind/namespace/name`."""
+    return {object_key(o): o for o in objects}
+
+
 class ComponentWorkload(Resource):
     """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs.
 
     `observe` names objects another controller creates for this one (read for status, never written).
+    `objects` may be an Output (a component rendered once its checkpoint's readiness is known).
     """
 
     status: pulumi.Output[dict[str, Any]]
@@ -30,7 +36,7 @@ class ComponentWorkload(Resource):
         namespace: str,
         graph: str,
         component: str,
-        objects: list[Obj],
+        objects: pulumi.Input[list[Obj]],
         replicas_external: bool = False,
         pull_secret_discovery: bool = False,
         observe: list[Obj] | None = None,
@@ -43,7 +49,9 @@ class ComponentWorkload(Resource):
             "namespace": namespace,
             "graph": graph,
             "component": component,
-            "objects": {object_key(o): o for o in objects},
+            "objects": pulumi.Output.from_input(objects).apply(keyed)
+            if isinstance(objects, pulumi.Output)
+            else keyed(cast(list[Obj], objects)),
             "observe": {object_key(o): o for o in observe or []},
             "replicasExternal": replicas_external,
             "pullSecretDiscovery": pull_secret_discovery,
