@@ -1,0 +1,406 @@
+"""Checkpoints on the local control plane: our provider plays the operator's checkpoint controller.
+
+kwok's pod-complete stage completes Job pods, so a capture Job becomes Complete (our "Ready": no
+snapshot agent runs here). Through the real Pulumi CLI: a WaitForCheckpoint worker starts only
+once its capture is Ready, restore-wired, and destroy removes the capture Job. Against the provider
+directly (fast): the DynamoCheckpoint CRD path, duplicate keys, failure, timeout, deletion policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pulumi import automation as auto
+
+from dynamo_infra.api import load_yaml
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.reconcile.checkpoint_provider import CheckpointFailed, CheckpointProvider
+from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.render import render_graph
+from dynamo_infra.render.checkpoint import capture_job
+from tests.integration.conftest import copy_project, make_stack, unique
+from tools.localcluster import LocalCluster
+
+CRD = (
+    Path(__file__).resolve().parents[3]
+    / "shared"
+    / "corpus"
+    / "crds"
+    / "dynamo"
+    / "nvidia.com_dynamocheckpoints.yaml"
+)
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"
+IDENTITY = {
+    "model": "Qwen/Qwen3-0.6B",
+    "backendFramework": "vllm",
+    "dtype": "bfloat16",
+    "maxModelLen": 4096,
+    "extraParameters": {"quantization": "none", "chat-template": "<tool&call>"},
+}
+GRAPH = f"""\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: ckpt
+spec:
+  backendFramework: vllm
+  components:
+    - name: Frontend
+      type: frontend
+      replicas: 1
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: {IMAGE}
+    - name: Worker
+      type: worker
+      replicas: 2
+      experimental:
+        checkpoint:
+          enabled: true
+          startupPolicy: WaitForCheckpoint
+          identity: {json.dumps(IDENTITY)}
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: {IMAGE}
+              command: [python3, -m, dynamo.vllm]
+              args: [--model, Qwen/Qwen3-0.6B]
+              resources:
+                limits:
+                  nvidia.com/gpu: "1"
+"""
+
+
+def operator_identity_hash(identity: dict[str, Any]) -> str:
+    """ComputeIdentityHash as the operator writes it (§8), independently of our render code.
+
+    Go marshals the normalized struct in field order: model, backendFramework, dynamoVersion
+    (omitempty), tensorParallelSize and pipelineParallelSize (0 defaults to 1), dtype (omitempty),
+    maxModelLen (omitempty), extraParameters (omitempty; map keys sorted); compact, with `<`, `>`
+    and `&` escaped as \\u003c, \\u003e, \\u0026. SHA-256, hex, first 16 characters.
+    """
+    fields: list[tuple[str, Any]] = [
+        ("model", identity.get("model", "")),
+        ("backendFramework", identity.get("backendFramework", "")),
+    ]
+    if identity.get("dynamoVersion"):
+        fields.append(("dynamoVersion", identity["dynamoVersion"]))
+    fields.append(("tensorParallelSize", identity.get("tensorParallelSize") or 1))
+    fields.append(("pipelineParallelSize", identity.get("pipelineParallelSize") or 1))
+    if identity.get("dtype"):
+        fields.append(("dtype", identity["dtype"]))
+    if identity.get("maxModelLen"):
+        fields.append(("maxModelLen", identity["maxModelLen"]))
+    if identity.get("extraParameters"):
+        fields.append(
+            (
+                "extraParameters",
+                {k: identity["extraParameters"][k] for k in sorted(identity["extraParameters"])},
+            )
+        )
+    text = json.dumps(dict(fields), separators=(",", ":"), ensure_ascii=False)
+    for raw, escaped in (("&", "\\u0026"), ("<", "\\u003c"), (">", "\\u003e")):
+        text = text.replace(raw, escaped)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def test_operator_identity_hash_spelled_out() -> None:
+    """The test's own hash on a hand-written Go-JSON blob (a guard on the guard)."""
+    blob = (
+        '{"model":"m","backendFramework":"sglang","tensorParallelSize":4,"pipelineParallelSize":1,'
+        '"maxModelLen":8,"extraParameters":{"a":"\\u003cb\\u003e","z":"1"}}'
+    )
+    identity = {"model": "m", "backendFramework": "sglang", "tensorParallelSize": 4, "maxModelLen": 8,
+                "extraParameters": {"z": "1", "a": "<b>"}}  # fmt: skip
+    assert operator_identity_hash(identity) == hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def holds(live: Any, want: Any) -> bool:
+    """`live` has every field `want` sets (the API server leaves out zeros and adds defaults)."""
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(
+            holds(live[k], v) if k in live else v in (0, False, None, "") for k, v in want.items()
+        )
+    if isinstance(want, list):
+        return isinstance(live, list) and len(live) == len(want) and all(map(holds, live, want))
+    return bool(live == want)
+
+
+def job_complete(job: dict[str, Any]) -> bool:
+    conditions = (job.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Complete" and c["status"] == "True" for c in conditions)
+
+
+# --- through the Pulumi CLI ----------------------------------------------------------------------
+
+
+class Rig:
+    def __init__(self, root: Path, cluster: LocalCluster, kube: KubeClient) -> None:
+        self.project = copy_project(root)
+        self.kube = kube
+        self.ns = unique("ckpt")
+        self.graph = self.project / "examples" / "ckpt.yaml"
+        self.graph.write_text(GRAPH)
+        self.options = {"checkpoint": {"enabled": True, "timeoutSeconds": 120}}
+        self.stack = make_stack(self.project, cluster, "ckpt", self.ns, [self.graph], **self.options)
+        self.lines: list[str] = []
+        self.outputs: dict[str, auto.OutputValue] = {}
+
+    def jobs(self) -> list[dict[str, Any]]:
+        return [
+            j
+            for j in self.kube.list("batch/v1", "Job", self.ns)
+            if j["metadata"]["name"].startswith("checkpoint-job-")
+        ]
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        resources = self.stack.export_stack().deployment["resources"]
+        (res,) = [r for r in resources if r["urn"].endswith("::ckpt-checkpoint-worker")]
+        return dict(res["outputs"])
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
+    from dynamo_infra.reconcile import connection
+
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+        r = Rig(tmp_path_factory.mktemp("ckpt"), cluster, kube)
+        up = r.stack.up(on_output=r.lines.append)
+        assert up.summary.result == "succeeded", "\n".join(r.lines[-40:])
+        r.outputs = up.outputs
+        yield r
+        r.stack.destroy(on_output=lambda _: None)
+
+
+def test_capture_job_completes_and_the_checkpoint_is_ready(rig: Rig) -> None:
+    (job,) = rig.jobs()
+    assert job_complete(job)
+    state = rig.checkpoint_state()
+    assert state["phase"] == "Ready" and state["ready"] is True
+    ckpt_id = state["checkpointId"]
+    assert len(ckpt_id) == 32 and job["metadata"]["name"] == f"checkpoint-job-{ckpt_id}-1"
+    assert state["checkpointName"] == f"checkpoint-{ckpt_id}"
+    assert job["metadata"]["labels"]["nvidia.com/snapshot-checkpoint-id"] == ckpt_id
+    pod_labels = job["spec"]["template"]["metadata"]["labels"]
+    assert pod_labels["nvidia.com/snapshot-is-checkpoint-source"] == "true"
+    assert pod_labels["nvidia.com/snapshot-owner"] == state["checkpointName"]
+    assert job["spec"]["backoffLimit"] == 0 and job["spec"]["activeDeadlineSeconds"] == 3600
+    graph = rig.outputs["graphs"].value["ckpt"]
+    assert graph["state"] == "successful", graph
+    # Without the DynamoCheckpoint CRD the provider tracks the Job alone, and says so.
+    if not rig.kube.serves("nvidia.com/v1alpha1", "DynamoCheckpoint"):
+        assert state["crdApplied"] is False
+        assert any("does not serve nvidia.com/v1alpha1 DynamoCheckpoint" in line for line in rig.lines)
+
+
+def test_identity_hash_matches_the_operators_rules(rig: Rig) -> None:
+    expected = operator_identity_hash(IDENTITY)
+    assert rig.checkpoint_state()["identityHash"] == expected
+    (job,) = rig.jobs()
+    assert job["metadata"]["labels"]["dynamo-infra.io/checkpoint-identity-hash"] == expected
+
+
+def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None:
+    deployments = {d["metadata"]["name"]: d for d in rig.kube.list("apps/v1", "Deployment", rig.ns)}
+    worker = next(d for n, d in deployments.items() if n.startswith("ckpt-worker-"))
+    assert worker["spec"]["replicas"] == 2 and worker["status"].get("availableReplicas") == 2
+    (job,) = rig.jobs()
+    # The worker was created only once the capture was Complete (it never ran un-restored).
+    assert worker["metadata"]["creationTimestamp"] >= job["status"]["completionTime"]
+    main = worker["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert env["DYN_SNAPSHOT_RESTORE_STANDBY"] == "1"
+    assert main["startupProbe"]["periodSeconds"] == 1 and main["startupProbe"]["failureThreshold"] == 1800
+    assert main["startupProbe"].get("initialDelaySeconds", 0) == 0
+    assert main["readinessProbe"]["periodSeconds"] == 1
+    # Exactly what the render gives for a Ready checkpoint.
+    options = ClusterOptions.parse({"namespace": rig.ns, **rig.options})
+    dgd = load_yaml(GRAPH).graphs[0]
+    ready = render_graph(dgd, options, rig.ns, checkpoint_ready={"Worker": True}).components["Worker"]
+    (rendered,) = [o for o in ready.objects if o["kind"] == "Deployment"]
+    want = rendered["spec"]["template"]["spec"]["containers"][0]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert holds(main[probe], want[probe]), (probe, main[probe], want[probe])
+    assert [e for e in main["env"] if e["name"].startswith("DYN_SNAPSHOT")] == [
+        e for e in want["env"] if e["name"].startswith("DYN_SNAPSHOT")
+    ]
+
+
+def test_second_up_changes_nothing(rig: Rig) -> None:
+    preview = rig.stack.preview(on_output=lambda _: None)
+    assert set(preview.change_summary) == {"same"}, preview.change_summary
+
+
+def test_destroy_removes_the_capture_job(rig: Rig) -> None:
+    (job,) = rig.jobs()
+    assert rig.stack.destroy(on_output=lambda _: None).summary.result == "succeeded"
+    assert rig.kube.get(job) is None
+    assert rig.jobs() == []
+
+
+# --- against the provider directly ---------------------------------------------------------------
+
+
+@pytest.fixture()
+def namespace(kube: KubeClient) -> str:
+    ns = unique("ckprov")
+    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    return ns
+
+
+@pytest.fixture(scope="module")
+def crd(cluster: LocalCluster) -> Iterator[None]:
+    """The DynamoCheckpoint CRD, installed for this module's provider tests (removed afterwards)."""
+    from dynamo_infra.reconcile import connection
+
+    manifest = yaml.safe_load(CRD.read_text())
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+        kube.apply(manifest)
+        for _ in range(60):
+            with KubeClient(connection.load(str(cluster.kubeconfig))) as fresh:
+                if fresh.serves("nvidia.com/v1alpha1", "DynamoCheckpoint"):
+                    break
+            time.sleep(0.5)
+        yield
+        kube.delete(manifest, propagation="Background")
+
+
+def standalone(ns: str, name: str, identity: dict[str, Any], **pod: Any) -> dict[str, Any]:
+    """A DynamoCheckpoint written by hand (no DGD): its key is its identity hash."""
+    container = {"name": "main", "image": IMAGE, "command": ["python3", "-m", "dynamo.vllm"]}
+    return {
+        "apiVersion": "nvidia.com/v1alpha1",
+        "kind": "DynamoCheckpoint",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "identity": identity,
+            "job": {
+                "podTemplateSpec": {"spec": {"containers": [container], **pod}},
+                "targetContainerName": "main",
+            },
+        },
+    }
+
+
+def over_the_wire(values: dict[str, Any]) -> dict[str, Any]:
+    """Inputs as the engine hands them to a dynamic provider (every number a float)."""
+    from pulumi.runtime import rpc
+
+    async def roundtrip() -> dict[str, Any]:
+        return dict(rpc.deserialize_properties(await rpc.serialize_properties(values, {})))
+
+    return asyncio.run(roundtrip())
+
+
+def props(cluster: LocalCluster, ckpt: dict[str, Any], owner: str, **extra: Any) -> dict[str, Any]:
+    return over_the_wire(
+        {
+            "kubeconfig": cluster.kubeconfig.read_text(),
+            "context": "",
+            "namespace": ckpt["metadata"]["namespace"],
+            "checkpoint": ckpt,
+            "job": capture_job(ckpt, ""),
+            "owner": owner,
+            "wait": True,
+            "timeoutSeconds": 60,
+            **extra,
+        }
+    )
+
+
+def test_crd_path_duplicate_identity_and_deletion(
+    cluster: LocalCluster, kube: KubeClient, namespace: str, crd: None
+) -> None:
+    p = CheckpointProvider()
+    mine = props(cluster, standalone(namespace, "mine", IDENTITY), "proj/stack-a/mine")
+    created = p.create(mine)
+    outs = created.outs
+    expected = operator_identity_hash(IDENTITY)
+    assert outs["phase"] == "Ready" and outs["crdApplied"] is True and outs["identityHash"] == expected
+    assert outs["checkpointId"] == expected, "a hand-written checkpoint is keyed by its identity hash"
+    live = kube.get(mine["checkpoint"])
+    assert live is not None
+    assert live["status"]["phase"] == "Ready" and live["status"]["identityHash"] == expected
+    assert live["status"]["jobName"] == f"checkpoint-job-{expected}-1"
+    job = kube.get(mine["job"])
+    assert job is not None and job_complete(job)
+    assert job["metadata"]["ownerReferences"][0]["uid"] == live["metadata"]["uid"]
+
+    # Another checkpoint with the same identity (any name, any owner) is refused.
+    theirs = props(cluster, standalone(namespace, "theirs", dict(IDENTITY)), "proj/stack-b/theirs")
+    with pytest.raises(CheckpointFailed, match=f"identity hash {expected} is already owned by mine"):
+        p.create(theirs)
+    # The same checkpoint from another stack is refused too (no adoption of someone else's Job).
+    with pytest.raises(CheckpointFailed, match=re.escape("already owned by mine (proj/stack-a/mine)")):
+        p.create({**mine, "owner": "proj/stack-b/mine"})
+    assert kube.get(theirs["checkpoint"]) is None
+
+    # A Ready checkpoint reads back as such; deletion removes the Job and the DynamoCheckpoint.
+    assert p.read(created.id, outs).outs["phase"] == "Ready"
+    assert p.diff(created.id, outs, mine).changes is False
+    p.delete(created.id, outs)
+    assert kube.get(mine["job"]) is None and kube.get(mine["checkpoint"]) is None
+
+
+def test_retain_keeps_the_capture_and_a_new_up_adopts_it(
+    cluster: LocalCluster, kube: KubeClient, namespace: str
+) -> None:
+    p = CheckpointProvider()
+    ckpt = standalone(namespace, "kept", {"model": "m", "backendFramework": "sglang"})
+    ckpt["metadata"]["annotations"] = {"nvidia.com/dynamo-checkpoint-deletion-policy": "Retain"}
+    mine = props(cluster, ckpt, "proj/stack/kept")
+    created = p.create(mine)
+    uid = kube.get(mine["job"])["metadata"]["uid"]  # type: ignore[index]
+    p.delete(created.id, created.outs)
+    assert kube.get(mine["job"])["metadata"]["uid"] == uid  # type: ignore[index]
+    again = p.create(mine)
+    assert again.outs["phase"] == "Ready" and kube.get(mine["job"])["metadata"]["uid"] == uid  # type: ignore[index]
+
+
+def test_failed_capture_fails_with_the_jobs_reason_and_is_retried(
+    cluster: LocalCluster, kube: KubeClient, namespace: str
+) -> None:
+    p = CheckpointProvider()
+    # Unschedulable, with a 2 s deadline: the Job controller fails it (DeadlineExceeded).
+    ckpt = standalone(
+        namespace, "doomed", {"model": "x", "backendFramework": "vllm"}, nodeSelector={"no": "such-node"}
+    )
+    ckpt["spec"]["job"]["activeDeadlineSeconds"] = 2
+    doomed = props(cluster, ckpt, "proj/stack/doomed")
+    with pytest.raises(CheckpointFailed, match=r"checkpoint job failed: .*deadline"):
+        p.create(doomed)
+    uid = kube.get(doomed["job"])["metadata"]["uid"]  # type: ignore[index]
+    with pytest.raises(CheckpointFailed, match="recreates the capture Job to retry"):
+        p.create(doomed)
+    assert kube.get(doomed["job"])["metadata"]["uid"] != uid  # type: ignore[index]
+
+
+def test_capture_timeout_names_the_pod_and_why(
+    cluster: LocalCluster, kube: KubeClient, namespace: str
+) -> None:
+    p = CheckpointProvider()
+    ckpt = standalone(
+        namespace, "stuck", {"model": "y", "backendFramework": "vllm"}, nodeSelector={"no": "such-node"}
+    )
+    stuck = props(cluster, ckpt, "proj/stack/stuck", timeoutSeconds=4)
+    with pytest.raises(
+        CheckpointFailed,
+        match=r"not Complete after 4s \(pod checkpoint-job-\S+ Pending \(0/\d nodes are available",
+    ):
+        p.create(stuck)
+    # Without waiting, the checkpoint is created Creating; the next `up` looks again.
+    outs = p.create({**stuck, "wait": False}).outs
+    assert outs["phase"] == "Creating" and outs["ready"] is False
+    assert p.diff(f"{namespace}/stuck", outs, {**stuck, "wait": False}).changes is True
