@@ -29,6 +29,7 @@ from dynamo_infra.reconcile.workload import (
     await_ready,
     delete_objects,
     inventory_id,
+    observed_status,
     project,
     prune,
     read_live,
@@ -36,7 +37,6 @@ from dynamo_infra.reconcile.workload import (
     with_inventory,
 )
 from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
-from dynamo_infra.render.status import component_status
 
 # Input properties whose change means the cluster must be written to.
 DIFFED_INPUTS = (
@@ -129,8 +129,7 @@ class ComponentWorkloadProvider(ResourceProvider):
             watched = {**ordered, **(props.get("observe") or {})}
             awaiting = props.get("await") or {}
             if awaiting.get("mode", "wait") == "skip":
-                live = [o for o in read_live(client, list(watched), watched).values() if o is not None]
-                status = component_status(live).to_dict()
+                status = observed_status(read_live(client, list(watched), watched)).to_dict()
             else:
                 status = await_ready(
                     client, watched, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
@@ -187,8 +186,11 @@ class ComponentWorkloadProvider(ResourceProvider):
         """Live state of our fields: refresh shows drift, and the next `up` repairs it."""
         objects: dict[str, Obj] = dict(props.get("objects") or {})
         keys = list(props.get("inventory") or apply_order(objects))
+        watched: dict[str, Obj] = dict(props.get("observe") or {})
         with self._client(props) as client:
             live = read_live(client, keys, objects)
+            # Objects another controller creates for this component (Grove's PodCliques).
+            others = read_live(client, list(watched), watched)
         present = {k: o for k, o in live.items() if o is not None}
         if not present:
             return ReadResult(None, {})  # every object is gone: the resource no longer exists
@@ -201,7 +203,7 @@ class ComponentWorkloadProvider(ResourceProvider):
                 wanted = (objects.get(k, {}).get("spec") or {}).get("replicas")
                 if wanted is not None and "replicas" in (o.get("spec") or {}):
                     o["spec"]["replicas"] = wanted
-        status = component_status(list(present.values())).to_dict()
+        status = observed_status({**{k: present[k] for k in keys if k in present}, **others}).to_dict()
         outs = {
             **props,
             "objects": observed,

@@ -6,7 +6,7 @@ import copy
 import hashlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key
@@ -25,6 +25,8 @@ POLL_INTERVAL_S = 1.0
 PROGRESS_EVERY_S = 10.0
 # How long a delete waits for each object to be gone.
 DELETE_TIMEOUT_S = 120.0
+# Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
+REASON_NOT_CREATED = "NotCreated"
 
 Log = Callable[[str], None]
 
@@ -144,6 +146,21 @@ def read_live(client: KubeClient, keys: list[str], known: dict[str, Obj]) -> dic
     return {k: client.get(known.get(k) or _stub(k)) for k in keys}
 
 
+def observed_status(live: dict[str, Obj | None]) -> ComponentStatus:
+    """Status from what exists; an object not created yet (Grove's PodClique, say) is not ready."""
+    status = component_status([o for o in live.values() if o is not None])
+    missing = [k for k, o in live.items() if o is None]
+    if not missing:
+        return status
+    note = "; ".join(f"{k} does not exist yet" for k in missing)
+    return replace(
+        status,
+        ready=False,
+        reason=REASON_NOT_CREATED if status.ready else status.reason,
+        message="; ".join(m for m in (status.message, note) if m),
+    )
+
+
 def await_ready(
     client: KubeClient, objects: dict[str, Obj], timeout: float, log: Log, label: str
 ) -> ComponentStatus:
@@ -151,9 +168,8 @@ def await_ready(
     deadline = time.monotonic() + timeout
     next_report = time.monotonic() + PROGRESS_EVERY_S
     while True:
-        live = [o for o in read_live(client, list(objects), objects).values() if o is not None]
-        status = component_status(live)
-        if status.ready and len(live) == len(objects):
+        status = observed_status(read_live(client, list(objects), objects))
+        if status.ready:
             return status
         now = time.monotonic()
         if now >= deadline:
