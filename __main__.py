@@ -1,4 +1,4 @@
-"""The program: cluster options from stack config -> platform layer (namespace) -> graphs."""
+"""The program: cluster options from stack config -> platform layer (namespace, CRDs, DRA) -> graphs."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from components import DynamoGraphDeployment, load_graph
 from components.platform import Platform
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
 
 config = pulumi.Config("dynamo-infra")
@@ -24,6 +25,10 @@ try:
     options = ClusterOptions.from_config(config.get_object("cluster") or {})
 except DynamoValidationError as e:
     fail(str(e.with_prefix("dynamo-infra:cluster")))
+try:
+    platform_options = PlatformOptions.from_config(config.get_object("platform"), options)
+except DynamoValidationError as e:
+    fail(str(e))
 
 kubeconfig_path = config.get("kubeconfigPath")
 kubeconfig: pulumi.Input[str]
@@ -53,7 +58,14 @@ keeps_claims = any(
     r.pvcs or r.required_pvcs for r in (render_graph(d, options, options.namespace) for d in dgds)
 )
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
-platform = Platform("platform", namespace=options.namespace, provider=provider, keep_namespace=keeps_claims)
+platform = Platform(
+    "platform",
+    namespace=options.namespace,
+    provider=provider,
+    keep_namespace=keeps_claims,
+    crds=platform_options.install_crds,
+    device_class=options.dra.device_class if platform_options.creates_device_class(options) else None,
+)
 
 graphs = {}
 for dgd in dgds:

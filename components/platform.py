@@ -1,17 +1,37 @@
-"""Platform: the per-namespace cluster layer the operator's Helm chart would install.
+"""Platform: the cluster layer the operator's Helm chart (and its dependencies) would install.
 
-The namespace, and the service accounts (with their RBAC) that planner and EPP pods run as.
+The namespace; the service accounts (with their RBAC) that planner and EPP pods run as; optionally
+the third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
+
+CRDs are never deleted by `pulumi destroy` (`retain_on_delete`): deleting a CRD deletes every custom
+resource of its kind in the whole cluster, other stacks' and other tools' included. The DeviceClass
+holds no data and is deleted with the stack.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
 import pulumi
 import pulumi_kubernetes as k8s
+import yaml
 
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
+# Where the shipped CRD sets live, relative to the Pulumi project (the program's working directory).
+DEFAULT_CRD_DIR = Path("stacks") / "crds"
+# DRA driver whose devices the DeviceClass selects (the NVIDIA GPU DRA driver).
+DRA_DRIVER = "gpu.nvidia.com"
+DEVICE_CLASS_API_VERSION = "resource.k8s.io/v1"
+# One server-side-apply field manager for cluster-wide objects, whichever stack applies them: two
+# stacks on one cluster share CRDs and DeviceClass instead of conflicting over them.
+CLUSTER_FIELD_MANAGER = "dynamo-infra-platform"
+# pulumi-kubernetes reads the field manager from this annotation (instead of a per-resource random one).
+FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
 # Labels on what the platform layer creates.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
 
@@ -46,9 +66,96 @@ EPP_RULES = [
 ]
 
 
+def without_descriptions(schema: Any) -> Any:
+    """An OpenAPI schema without its `description`s (as controller-gen's `maxDescLen=0` writes it).
+
+    Only schema keywords are touched: a property *named* `description`, and `default`/`example`
+    values, are kept.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: without_descriptions(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [without_descriptions(v) for v in value]
+        elif key in _SCHEMA_VALUES:
+            out[key] = (
+                [without_descriptions(v) for v in value]
+                if isinstance(value, list)
+                else without_descriptions(value)
+            )
+        else:
+            out[key] = value
+    return out
+
+
+# JSONSchemaProps keywords holding schemas: by name, in lists, or directly (or a list / bool).
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
+
+
+def installable(crd: dict[str, Any]) -> dict[str, Any]:
+    """The CRD as the platform installs it: schema descriptions dropped, server-written status left out."""
+    spec = dict(crd["spec"])
+    spec["versions"] = [
+        {
+            **v,
+            "schema": {
+                **v["schema"],
+                "openAPIV3Schema": without_descriptions(v["schema"]["openAPIV3Schema"]),
+            },
+        }
+        if (v.get("schema") or {}).get("openAPIV3Schema")
+        else v
+        for v in spec.get("versions") or []
+    ]
+    return {
+        "apiVersion": crd["apiVersion"],
+        "kind": crd["kind"],
+        "metadata": shared(crd["metadata"]),
+        "spec": spec,
+    }
+
+
+def shared(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata of a cluster-wide object: applied under CLUSTER_FIELD_MANAGER."""
+    annotations = {**(metadata.get("annotations") or {}), FIELD_MANAGER_ANNOTATION: CLUSTER_FIELD_MANAGER}
+    return {**metadata, "annotations": annotations}
+
+
+def crd_documents(crd_dir: Path, crd_set: str) -> list[dict[str, Any]]:
+    """The CustomResourceDefinitions of one shipped set (every YAML document of its folder)."""
+    files = sorted((crd_dir / crd_set).glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"{crd_dir / crd_set} holds no CRD files")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for f in files for d in yaml.load_all(f.read_text(), Loader=loader) if d]
+    for d in docs:
+        if d.get("kind") != "CustomResourceDefinition":
+            raise ValueError(f"{crd_dir / crd_set}: {d.get('kind')} is not a CustomResourceDefinition")
+    return docs
+
+
+def device_class_manifest(name: str) -> dict[str, Any]:
+    """The DRA DeviceClass graphs' ResourceClaimTemplates request: every device of the GPU driver."""
+    return {
+        "metadata": shared({"name": name, "labels": MANAGED_BY}),
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+
+
 class Platform(pulumi.ComponentResource):
-    """Namespace plus planner/EPP service accounts. `keep_namespace` retains the namespace on
-    destroy (it holds claims whose data is kept)."""
+    """Namespace, planner/EPP service accounts, and optionally third-party CRDs and the DRA DeviceClass.
+
+    `keep_namespace` retains the namespace on destroy (it holds claims whose data is kept);
+    `crds` names shipped CRD sets (folders of `crd_dir`), retained on destroy; `device_class` names
+    the DeviceClass to create (None: none).
+    """
 
     def __init__(
         self,
@@ -57,6 +164,9 @@ class Platform(pulumi.ComponentResource):
         namespace: str,
         provider: k8s.Provider,
         keep_namespace: bool = False,
+        crds: Sequence[str] = (),
+        crd_dir: Path = DEFAULT_CRD_DIR,
+        device_class: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(PLATFORM_TYPE, name, None, opts)
@@ -73,12 +183,38 @@ class Platform(pulumi.ComponentResource):
                 ),
             ),
         )
+        retained = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=True))
+        docs = [doc for crd_set in crds for doc in crd_documents(crd_dir, crd_set)]
+        self.crd_names = [str(doc["metadata"]["name"]) for doc in docs]
+        self.crds = [
+            k8s.apiextensions.v1.CustomResourceDefinition(
+                crd["metadata"]["name"], metadata=crd["metadata"], spec=crd["spec"], opts=retained
+            )
+            for crd in (installable(doc) for doc in docs)
+        ]
+        self.device_class = (
+            k8s.apiextensions.CustomResource(
+                "device-class",
+                api_version=DEVICE_CLASS_API_VERSION,
+                kind="DeviceClass",
+                **device_class_manifest(device_class),
+                opts=child,
+            )
+            if device_class
+            else None
+        )
         in_ns = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace]))
         self.service_accounts = [
             self._account(account, rules, namespace, in_ns)
             for account, rules in ((PLANNER_SERVICE_ACCOUNT, PLANNER_RULES), (EPP_SERVICE_ACCOUNT, EPP_RULES))
         ]
-        self.register_outputs({"namespace": namespace})
+        self.register_outputs(
+            {
+                "namespace": namespace,
+                "crds": self.crd_names,
+                "deviceClass": device_class,
+            }
+        )
 
     @staticmethod
     def _account(

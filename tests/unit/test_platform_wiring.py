@@ -1,0 +1,71 @@
+"""The platform layer under Pulumi mocks: CRD sets and the DRA DeviceClass become pulumi-kubernetes
+resources; status of a component whose objects do not all exist yet is not ready."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pytest
+
+from dynamo_infra.reconcile.workload import REASON_NOT_CREATED, observed_status
+from tests.conftest import REPO
+
+
+class Mocks(pulumi.runtime.Mocks):
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+        self.resources.append(args)
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture()
+def mocks() -> Mocks:
+    m = Mocks()
+    pulumi.runtime.set_mocks(m, preview=False)
+    return m
+
+
+@pulumi.runtime.test
+def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components.platform import Platform
+
+    provider = k8s.Provider("p", kubeconfig="kc")
+    platform = Platform(
+        "platform",
+        namespace="ns",
+        provider=provider,
+        crds=["keda"],
+        crd_dir=REPO / "stacks" / "crds",
+        device_class="gpu.example.com",
+    )
+
+    def check(_: object) -> None:
+        by_type = {(r.typ, r.name): r.inputs for r in mocks.resources}
+        crd = by_type[
+            ("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "scaledobjects.keda.sh")
+        ]
+        assert crd["spec"]["group"] == "keda.sh"
+        dc = by_type[("kubernetes:resource.k8s.io/v1:DeviceClass", "device-class")]
+        assert dc["metadata"]["name"] == "gpu.example.com"
+        assert dc["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
+        assert platform.crd_names == ["scaledobjects.keda.sh"]
+
+    assert platform.device_class is not None
+    created = [platform.namespace, platform.device_class, *platform.crds, *platform.service_accounts]
+    return pulumi.Output.all(*[r.urn for r in created]).apply(check)
+
+
+def test_missing_objects_make_a_component_not_ready() -> None:
+    service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
+    status = observed_status({"v1/Service/ns/s": service, "grove.io/v1alpha1/PodClique/ns/c": None})
+    assert not status.ready and status.reason == REASON_NOT_CREATED
+    assert "grove.io/v1alpha1/PodClique/ns/c does not exist yet" in status.message
+    assert observed_status({"v1/Service/ns/s": service}).ready
