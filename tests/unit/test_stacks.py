@@ -1,0 +1,163 @@
+"""Every stacks/Pulumi.*.yaml is a valid stack: its cluster and platform options parse, its graphs
+render for that cluster, the CRDs it installs are shipped, and the platform options reject bad input
+with the config key path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import load_graph
+from components.platform import crd_documents, installable, without_descriptions
+from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.platform_options import CRD_SETS, PlatformOptions
+from dynamo_infra.render import render_graph
+from tests.conftest import REPO
+
+STACKS = sorted((REPO / "stacks").glob("Pulumi.*.yaml"))
+CRD_DIR = REPO / "stacks" / "crds"
+# Size limit of each shipped CRD file.
+MAX_CRD_FILE_BYTES = 2 * 1024 * 1024
+# API groups served by a shipped CRD set (objects of other non-core groups come with the cluster).
+SET_OF_GROUP = {"grove.io": "grove", "leaderworkerset.x-k8s.io": "lws", "networking.istio.io": "istio"}
+# Groups the example stacks use whose CRDs come with another product (the inference gateway).
+EXTERNAL_GROUPS = {"inference.networking.k8s.io"}
+# Built-in API groups of the API server.
+BUILTIN_GROUPS = {
+    "",
+    "apps",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "networking.k8s.io",
+    "autoscaling",
+}
+
+
+def stack_config(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text())["config"])
+
+
+def test_every_cluster_kind_has_a_stack() -> None:
+    names = {p.name.split(".")[1] for p in STACKS}
+    assert {"local", "grove", "lws", "dra", "istio"} <= names
+
+
+@pytest.mark.parametrize("path", STACKS, ids=lambda p: p.name)
+def test_stack_parses_and_renders(path: Path) -> None:
+    doc = yaml.safe_load(path.read_text())
+    assert str(doc.get("encryptionsalt", "")).startswith("v1:"), "stack file needs its encryptionsalt"
+    config = stack_config(path)
+    cluster = ClusterOptions.from_config(config.get("dynamo-infra:cluster") or {})
+    platform = PlatformOptions.from_config(config.get("dynamo-infra:platform"), cluster)
+    graphs = config.get("dynamo-infra:graphs") or []
+    assert graphs, "an example stack deploys at least one graph"
+    groups: set[str] = set()
+    for source in graphs:
+        rendered = render_graph(load_graph(REPO / source), cluster, cluster.namespace)
+        groups |= {o["apiVersion"].rpartition("/")[0] for o in rendered.all_objects()}
+    needed = {SET_OF_GROUP[g] for g in groups if g in SET_OF_GROUP}
+    assert needed <= set(platform.install_crds), f"{path.name}: the local control plane needs {needed}"
+    assert groups <= BUILTIN_GROUPS | set(SET_OF_GROUP) | EXTERNAL_GROUPS
+    if cluster.grove_enabled or cluster.lws_enabled or cluster.dra.enabled:
+        # No Grove/LWS controller or DRA driver runs locally: waiting would time out.
+        assert cluster.await_policy.mode == "skip", path.name
+    if cluster.dra.enabled:
+        assert platform.creates_device_class(cluster)
+
+
+@pytest.mark.parametrize("crd_set", CRD_SETS)
+def test_shipped_crd_sets_install_without_descriptions(crd_set: str) -> None:
+    files = sorted((CRD_DIR / crd_set).glob("*.yaml"))
+    assert files and all(f.stat().st_size < MAX_CRD_FILE_BYTES for f in files)
+    for doc in crd_documents(CRD_DIR, crd_set):
+        crd = installable(doc)
+        assert crd["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "dynamo-infra-platform"
+        for version, original in zip(crd["spec"]["versions"], doc["spec"]["versions"], strict=True):
+            schema = version["schema"]["openAPIV3Schema"]
+            assert property_paths(schema) == property_paths(original["schema"]["openAPIV3Schema"])
+            assert "description" not in keywords(schema)
+
+
+def keywords(schema: Any) -> set[str]:
+    """Every schema keyword used anywhere in `schema` (property names excluded)."""
+    if not isinstance(schema, dict):
+        return set()
+    out = set(schema)
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties") and isinstance(value, dict):
+            out |= set().union(*(keywords(v) for v in value.values())) if value else set()
+        elif key in ("items", "additionalProperties", "not"):
+            out |= keywords(value)
+        elif key in ("allOf", "anyOf", "oneOf") and isinstance(value, list):
+            out |= set().union(*(keywords(v) for v in value)) if value else set()
+    return out
+
+
+def property_paths(schema: Any, at: str = "") -> set[str]:
+    if not isinstance(schema, dict):
+        return set()
+    out = set()
+    for name, sub in (schema.get("properties") or {}).items():
+        out |= {f"{at}.{name}"} | property_paths(sub, f"{at}.{name}")
+    if isinstance(schema.get("items"), dict):
+        out |= property_paths(schema["items"], f"{at}[]")
+    return out
+
+
+def test_descriptions_are_dropped_only_where_they_are_keywords() -> None:
+    schema = {
+        "description": "the object",
+        "type": "object",
+        "properties": {
+            "description": {"type": "string", "description": "a field named description"},
+            "items": {"type": "array", "items": {"type": "string", "description": "x"}},
+        },
+        "default": {"description": "a default value keeps its keys"},
+    }
+    assert without_descriptions(schema) == {
+        "type": "object",
+        "properties": {
+            "description": {"type": "string"},
+            "items": {"type": "array", "items": {"type": "string"}},
+        },
+        "default": {"description": "a default value keeps its keys"},
+    }
+
+
+def platform_problems(data: object, cluster: dict[str, Any] | None = None) -> list[str]:
+    with pytest.raises(DynamoValidationError) as e:
+        PlatformOptions.from_config(data, ClusterOptions.from_config(cluster or {}))
+    return [str(p) for p in e.value.problems]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"installCrds": ["grove", "gateway"]},
+            "dynamo-infra:platform.installCrds[1]: must be one of 'grove', 'lws', 'keda' or 'istio' (got 'gateway')",
+        ),
+        ({"installCrds": ["lws", "lws"]}, "dynamo-infra:platform.installCrds[1]: 'lws' is listed twice"),
+        ({"installCrds": "grove"}, "dynamo-infra:platform.installCrds: must be a list (got string)"),
+        (
+            {"deviceClass": True},
+            "dynamo-infra:platform.deviceClass: is true but dynamo-infra:cluster dra.enabled is false",
+        ),
+        ({"installCRDs": ["grove"]}, "dynamo-infra:platform.installCRDs: unknown field"),
+        (["grove"], "dynamo-infra:platform: must be a mapping (got list)"),
+    ],
+)
+def test_platform_options_errors_name_the_key(data: object, expected: str) -> None:
+    assert platform_problems(data) == [expected]
+
+
+def test_device_class_follows_dra_unless_set() -> None:
+    dra = ClusterOptions.from_config({"dra": {"enabled": True}})
+    assert PlatformOptions.from_config(None, dra).creates_device_class(dra)
+    assert not PlatformOptions.from_config({"deviceClass": False}, dra).creates_device_class(dra)
+    plain = ClusterOptions()
+    assert not PlatformOptions.from_config({}, plain).creates_device_class(plain)
