@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.operatorconfig import DEFAULT_CHECKPOINT_BASE_PATH
 from dynamo_infra.render import names
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, Obj
 from dynamo_infra.render.multinode import gpu_count
@@ -33,6 +34,10 @@ ANNOTATION_DELETION_POLICY = "nvidia.com/dynamo-checkpoint-deletion-policy"
 ANNOTATION_TARGET_CONTAINERS = "nvidia.com/snapshot-target-containers"
 # Capture pods: the snapshot agent picks up pods labelled as checkpoint sources.
 LABEL_CHECKPOINT_SOURCE = "nvidia.com/snapshot-is-checkpoint-source"
+# Restore pods: labelled as restore targets; the checkpoint PVC mounted where the agent keeps artifacts.
+LABEL_RESTORE_TARGET = "nvidia.com/snapshot-is-restore-target"
+STORAGE_VOLUME = "checkpoint-storage"
+STORAGE_BASE_PATH = DEFAULT_CHECKPOINT_BASE_PATH
 # Pod-template annotations of restore candidates (Immediate policy; a pod webhook restores).
 ANNOTATION_RESTORE_CANDIDATE = "nvidia.com/dynamo-checkpoint-restore-candidate"
 ANNOTATION_CHECKPOINT_NAME = "nvidia.com/dynamo-checkpoint-name"
@@ -173,6 +178,63 @@ def restore_candidate_annotations(ctx: ComponentContext) -> dict[str, str]:
         ANNOTATION_CHECKPOINT_NAME: name,
         ANNOTATION_STARTUP_POLICY: IMMEDIATE,
     }
+
+
+def restores_in_template(ctx: ComponentContext) -> bool:
+    """WaitForCheckpoint and observed Ready: the pod templates themselves are restore targets."""
+    return (
+        ctx.options.checkpoint.enabled
+        and ctx.checkpoint is not None
+        and bool(ctx.checkpoint_ready)
+        and startup_policy(ctx.checkpoint) == WAIT_FOR_CHECKPOINT
+    )
+
+
+def _target(ctx: ComponentContext) -> str:
+    return str((ctx.checkpoint or {}).get("targetContainerName") or MAIN_CONTAINER)
+
+
+def restore_target_metadata(ctx: ComponentContext) -> tuple[dict[str, str], dict[str, str]]:
+    """ApplyRestoreTargetMetadata: pod labels and annotations of a restore target (else empty).
+
+    A `checkpointRef` names a checkpoint whose ID only the cluster knows: no ID label then.
+    """
+    if not restores_in_template(ctx):
+        return {}, {}
+    labels = {LABEL_RESTORE_TARGET: "true"}
+    if not (ctx.checkpoint or {}).get("checkpointRef"):
+        labels[LABEL_CHECKPOINT_ID] = checkpoint_id(
+            ctx.namespace, ctx.parent_name, "", ctx.name, ctx.worker_hash or ""
+        )
+    annotations = {ANNOTATION_ARTIFACT_VERSION: ARTIFACT_VERSION, ANNOTATION_TARGET_CONTAINERS: _target(ctx)}
+    return labels, annotations
+
+
+def restore_pod_spec(ctx: ComponentContext, pod: Obj, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Obj:
+    """PrepareRestorePodSpec for a Ready checkpoint: the target container restored (standby env,
+    restore startup probe), the control directory, the checkpoint PVC (`checkpoint.storagePvc`;
+    found from the snapshot-agent DaemonSet by the operator when unset), Localhost seccomp."""
+    target, claim = _target(ctx), ctx.options.checkpoint.storage_pvc
+    containers = []
+    for c in pod.get("containers") or []:
+        if c.get("name") == target:
+            c = restore_container(c)
+            mounts = [*(c.get("volumeMounts") or [])]
+            if claim and not any(m.get("name") == STORAGE_VOLUME for m in mounts):
+                mounts.append({"name": STORAGE_VOLUME, "mountPath": STORAGE_BASE_PATH})
+            mounts.append({"name": CONTROL_VOLUME, "mountPath": CONTROL_PATH, "subPath": target})
+            env = [*(c.get("env") or []), {"name": CONTROL_ENV, "value": CONTROL_PATH}]
+            c = {**c, "env": env, "volumeMounts": mounts}
+        containers.append(c)
+    volumes = [*(pod.get("volumes") or [])]
+    if claim and not any(v.get("name") == STORAGE_VOLUME for v in volumes):
+        volumes.append({"name": STORAGE_VOLUME, "persistentVolumeClaim": {"claimName": claim}})
+    volumes.append({"name": CONTROL_VOLUME, "emptyDir": {}})
+    out = {**pod, "containers": containers, "volumes": volumes}
+    if seccomp_profile:
+        seccomp = {"type": "Localhost", "localhostProfile": seccomp_profile}
+        out["securityContext"] = {**(pod.get("securityContext") or {}), "seccompProfile": seccomp}
+    return out
 
 
 def restore_container(container: Obj) -> Obj:

@@ -102,8 +102,13 @@ def _metadata(ctx: ComponentContext, name: str, labels: dict[str, str], annotati
 
 def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Obj:
     """generatePodTemplateSpec of the DCD controller: pod labels and annotations, role's pod spec."""
-    annotations = {**kube_annotations(ctx), **checkpoint.restore_candidate_annotations(ctx)}
-    meta: Obj = {"labels": pod_labels(ctx, annotations)}
+    restore_labels, restore_annotations = checkpoint.restore_target_metadata(ctx)
+    annotations = {
+        **kube_annotations(ctx),
+        **checkpoint.restore_candidate_annotations(ctx),
+        **restore_annotations,
+    }
+    meta: Obj = {"labels": dict(sorted({**pod_labels(ctx, annotations), **restore_labels}.items()))}
     if annotations:
         meta["annotations"] = dict(annotations)
     spec = with_default_service_account(pod_spec(ctx, placement(ctx, deployer, role)))

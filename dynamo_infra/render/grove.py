@@ -174,6 +174,8 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     if ctx.inter_pod_failover and role != Role.GMS:
         labels[names.LABEL_FAILOVER_ENGINE_GROUP_MEMBER] = "true"
+    if role != Role.GMS:
+        labels.update(checkpoint.restore_target_metadata(ctx)[0])
     return dict(sorted(labels.items()))
 
 
@@ -193,6 +195,7 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
         out.update(kvtransfer.topology_annotations(policy))
     if role != Role.GMS:
         out.update(checkpoint.restore_candidate_annotations(ctx))
+        out.update(checkpoint.restore_target_metadata(ctx)[1])
     restart_at = g.restart_at.get(c.name)
     if restart_at:
         out[names.ANNOTATION_RESTART_AT] = restart_at

@@ -258,11 +258,8 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
         pod = gms.intra_pod(ctx, pod)
     if ctx.intra_pod_failover:
         pod = failover.intra_pod(ctx, pod, backend_name, where.nodes)
-    if restoring and checkpoint.startup_policy(ctx.checkpoint) == checkpoint.WAIT_FOR_CHECKPOINT:
-        pod = {
-            **pod,
-            "containers": [checkpoint.restore_container(pod["containers"][0]), *pod["containers"][1:]],
-        }
+    if checkpoint.restores_in_template(ctx):
+        pod = checkpoint.restore_pod_spec(ctx, pod)
     return pod
 
 

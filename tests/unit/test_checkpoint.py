@@ -110,3 +110,61 @@ def test_identity_hash_of_numbers_that_crossed_the_pulumi_wire() -> None:
     identity = {"model": "m", "backendFramework": "vllm", "tensorParallelSize": 2, "maxModelLen": 4096}
     wire = {**identity, "tensorParallelSize": 2.0, "maxModelLen": 4096.0, "pipelineParallelSize": 1.0}
     assert checkpoint.identity_hash(wire) == checkpoint.identity_hash(identity)
+
+
+def ready_render(policy: str = "WaitForCheckpoint", **options: Any) -> Any:
+    from dynamo_infra.config import ClusterOptions
+    from dynamo_infra.render import render_graph
+
+    opts = ClusterOptions.parse({**options, "checkpoint": {"enabled": True, **options.get("checkpoint", {})}})
+    dgd = graph(ckpt_worker(gpus=1, startupPolicy=policy))
+    return render_graph(dgd, opts, "team", checkpoint_ready={"w": True})
+
+
+def test_ready_wait_for_checkpoint_templates_are_restore_targets() -> None:
+    r = ready_render(checkpoint={"storagePvc": "snapshots"})
+    (ckpt,) = r.checkpoints
+    dep = next(o for o in r.components["w"].objects if o["kind"] == "Deployment")
+    meta, spec = dep["spec"]["template"]["metadata"], dep["spec"]["template"]["spec"]
+    assert meta["labels"]["nvidia.com/snapshot-is-restore-target"] == "true"
+    assert meta["labels"]["nvidia.com/snapshot-checkpoint-id"] == checkpoint.checkpoint_key(ckpt)
+    assert meta["annotations"]["nvidia.com/snapshot-target-containers"] == "main"
+    assert meta["annotations"]["nvidia.com/snapshot-artifact-version"] == "1"
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes["checkpoint-storage"]["persistentVolumeClaim"] == {"claimName": "snapshots"}
+    assert volumes["snapshot-control"] == {"name": "snapshot-control", "emptyDir": {}}
+    assert spec["securityContext"]["seccompProfile"]["localhostProfile"] == "profiles/block-iouring.json"
+    main = spec["containers"][0]
+    mounts = {m["name"]: m for m in main["volumeMounts"]}
+    assert mounts["checkpoint-storage"]["mountPath"] == "/checkpoints"
+    assert mounts["snapshot-control"] == {
+        "name": "snapshot-control",
+        "mountPath": "/snapshot-control",
+        "subPath": "main",
+    }
+    env = {e["name"]: e.get("value") for e in main["env"]}
+    assert (
+        env["DYN_SNAPSHOT_RESTORE_STANDBY"] == "1" and env["DYN_SNAPSHOT_CONTROL_DIR"] == "/snapshot-control"
+    )
+
+
+def test_restore_storage_only_when_the_stack_names_the_claim() -> None:
+    dep = next(o for o in ready_render().components["w"].objects if o["kind"] == "Deployment")
+    assert "checkpoint-storage" not in {v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]}
+
+
+def test_immediate_templates_stay_candidates_when_ready() -> None:
+    dep = next(o for o in ready_render("Immediate").components["w"].objects if o["kind"] == "Deployment")
+    meta = dep["spec"]["template"]["metadata"]
+    assert "nvidia.com/snapshot-is-restore-target" not in meta["labels"]
+    assert meta["annotations"]["nvidia.com/dynamo-checkpoint-restore-candidate"] == "true"
+    assert "snapshot-control" not in {v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]}
+
+
+def test_grove_cliques_are_restore_targets_when_ready() -> None:
+    from tests.unit.test_render_multinode import GROVE, clique
+
+    r = ready_render(**GROVE)
+    c = clique(r, "w")
+    assert c["labels"]["nvidia.com/snapshot-is-restore-target"] == "true"
+    assert c["annotations"]["nvidia.com/snapshot-target-containers"] == "main"
