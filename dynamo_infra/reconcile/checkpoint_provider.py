@@ -350,7 +350,12 @@ class CheckpointProvider(ResourceProvider):
             if props.get("crdApplied") and client.serves(ck.API_VERSION, ck.KIND):
                 obj = _stub(ck.API_VERSION, ck.KIND, ns, name)
                 live = client.get(obj)
-                if live is not None and _owner_of(live) == props["owner"] and client.delete(obj):
+                # Background: its Job is gone already (and the garbage collector may not know the CRD yet).
+                if (
+                    live is not None
+                    and _owner_of(live) == props["owner"]
+                    and client.delete(obj, propagation="Background")
+                ):
                     client.wait_deleted(obj, DELETE_TIMEOUT_S)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

@@ -47,39 +47,53 @@ IDENTITY = {
     "extraParameters": {"quantization": "none", "chat-template": "<tool&call>"},
 }
 GRAPH = f"""\
-apiVersion: nvidia.com/v1beta1
+apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
 metadata:
   name: ckpt
 spec:
   backendFramework: vllm
-  components:
-    - name: Frontend
-      type: frontend
+  pvcs:
+    - name: snapshots
+      create: true
+      storageClass: standard
+      size: 1Gi
+      volumeAccessMode: ReadWriteOnce
+  services:
+    Frontend:
+      componentType: frontend
       replicas: 1
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: {IMAGE}
-    - name: Worker
-      type: worker
+      extraPodSpec:
+        mainContainer:
+          image: {IMAGE}
+    Worker:
+      componentType: worker
       replicas: 2
-      experimental:
-        checkpoint:
-          enabled: true
-          startupPolicy: WaitForCheckpoint
-          identity: {json.dumps(IDENTITY)}
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: {IMAGE}
-              command: [python3, -m, dynamo.vllm]
-              args: [--model, Qwen/Qwen3-0.6B]
-              resources:
-                limits:
-                  nvidia.com/gpu: "1"
+      resources:
+        limits:
+          gpu: "1"
+      checkpoint:
+        enabled: true
+        startupPolicy: WaitForCheckpoint
+        identity: {json.dumps(IDENTITY)}
+      extraPodSpec:
+        mainContainer:
+          image: {IMAGE}
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B]
+    Eager:
+      componentType: worker
+      replicas: 1
+      resources:
+        limits:
+          gpu: "1"
+      checkpoint:
+        enabled: true
+      extraPodSpec:
+        mainContainer:
+          image: {IMAGE}
+          command: [python3, -m, dynamo.vllm]
+          args: [--model, Qwen/Qwen3-0.6B]
 """
 
 
@@ -153,22 +167,33 @@ class Rig:
         self.ns = unique("ckpt")
         self.graph = self.project / "examples" / "ckpt.yaml"
         self.graph.write_text(GRAPH)
-        self.options = {"checkpoint": {"enabled": True, "timeoutSeconds": 120}}
+        # Restored pods mount the claim the graph creates (as a snapshot agent's storage would be).
+        self.options = {"checkpoint": {"enabled": True, "timeoutSeconds": 120, "storagePvc": "snapshots"}}
         self.stack = make_stack(self.project, cluster, "ckpt", self.ns, [self.graph], **self.options)
         self.lines: list[str] = []
         self.outputs: dict[str, auto.OutputValue] = {}
 
-    def jobs(self) -> list[dict[str, Any]]:
+    def jobs(self, component: str = "Worker") -> list[dict[str, Any]]:
+        """The capture Jobs of one component's checkpoint."""
+        ckpt_id = self.checkpoint_state(component)["checkpointId"]
         return [
             j
             for j in self.kube.list("batch/v1", "Job", self.ns)
-            if j["metadata"]["name"].startswith("checkpoint-job-")
+            if j["metadata"]["name"] == f"checkpoint-job-{ckpt_id}-1"
         ]
 
-    def checkpoint_state(self) -> dict[str, Any]:
+    def checkpoint_state(self, component: str = "Worker") -> dict[str, Any]:
         resources = self.stack.export_stack().deployment["resources"]
-        (res,) = [r for r in resources if r["urn"].endswith("::ckpt-checkpoint-worker")]
+        (res,) = [r for r in resources if r["urn"].endswith(f"::ckpt-checkpoint-{component.lower()}")]
         return dict(res["outputs"])
+
+    def deployment(self, component: str) -> dict[str, Any]:
+        prefix = f"ckpt-{component.lower()}-"
+        return next(
+            d
+            for d in self.kube.list("apps/v1", "Deployment", self.ns)
+            if d["metadata"]["name"].startswith(prefix)
+        )
 
 
 @pytest.fixture(scope="module")
@@ -213,13 +238,24 @@ def test_identity_hash_matches_the_operators_rules(rig: Rig) -> None:
 
 
 def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None:
-    deployments = {d["metadata"]["name"]: d for d in rig.kube.list("apps/v1", "Deployment", rig.ns)}
-    worker = next(d for n, d in deployments.items() if n.startswith("ckpt-worker-"))
+    worker = rig.deployment("Worker")
     assert worker["spec"]["replicas"] == 2 and worker["status"].get("availableReplicas") == 2
     (job,) = rig.jobs()
     # The worker was created only once the capture was Complete (it never ran un-restored).
     assert worker["metadata"]["creationTimestamp"] >= job["status"]["completionTime"]
-    main = worker["spec"]["template"]["spec"]["containers"][0]
+    template = worker["spec"]["template"]
+    assert template["metadata"]["labels"]["nvidia.com/snapshot-is-restore-target"] == "true"
+    assert (
+        template["metadata"]["labels"]["nvidia.com/snapshot-checkpoint-id"]
+        == job["metadata"]["labels"]["nvidia.com/snapshot-checkpoint-id"]
+    )
+    assert template["metadata"]["annotations"]["nvidia.com/snapshot-target-containers"] == "main"
+    volumes = {v["name"]: v for v in template["spec"]["volumes"]}
+    assert volumes["checkpoint-storage"]["persistentVolumeClaim"]["claimName"] == "snapshots"
+    main = template["spec"]["containers"][0]
+    assert {"name": "checkpoint-storage", "mountPath": "/checkpoints"}.items() <= next(
+        m for m in main["volumeMounts"] if m["name"] == "checkpoint-storage"
+    ).items()
     env = {e["name"]: e.get("value") for e in main["env"]}
     assert env["DYN_SNAPSHOT_RESTORE_STANDBY"] == "1"
     assert main["startupProbe"]["periodSeconds"] == 1 and main["startupProbe"]["failureThreshold"] == 1800
@@ -238,26 +274,51 @@ def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None
     ]
 
 
+def test_immediate_worker_starts_at_once_and_takes_the_restore_cadence_when_ready(rig: Rig) -> None:
+    eager = rig.deployment("Eager")
+    state = rig.checkpoint_state("Eager")
+    # Not gated: created with its replicas while its capture was still running (nobody waited).
+    assert eager["spec"]["replicas"] == 1 and state["wait"] is False
+    assert state["phase"] in ("Creating", "Ready")
+    template = eager["spec"]["template"]
+    annotations = template["metadata"]["annotations"]
+    assert annotations["nvidia.com/dynamo-checkpoint-restore-candidate"] == "true"
+    assert annotations["nvidia.com/dynamo-checkpoint-name"] == state["checkpointName"]
+    assert annotations["nvidia.com/dynamo-checkpoint-startup-policy"] == "Immediate"
+    # Two DGD-managed checkpoints with the same default identity do not collide: keys are their IDs.
+    assert state["identityHash"] == operator_identity_hash({"model": "", "backendFramework": "vllm"})
+    assert state["checkpointId"] != rig.checkpoint_state("Worker")["checkpointId"]
+    if state["phase"] == "Creating":
+        # A checkpoint not yet Ready is looked at again by the next `up`, which applies the cadence.
+        assert rig.stack.preview(on_output=lambda _: None).change_summary.get("update", 0) >= 1
+        rig.stack.up(on_output=lambda _: None)
+    assert rig.checkpoint_state("Eager")["phase"] == "Ready"
+    main = rig.deployment("Eager")["spec"]["template"]["spec"]["containers"][0]
+    assert main["readinessProbe"]["periodSeconds"] == 1
+    assert "DYN_SNAPSHOT_RESTORE_STANDBY" not in {e["name"] for e in main["env"]}
+
+
 def test_second_up_changes_nothing(rig: Rig) -> None:
     preview = rig.stack.preview(on_output=lambda _: None)
     assert set(preview.change_summary) == {"same"}, preview.change_summary
 
 
-def test_destroy_removes_the_capture_job(rig: Rig) -> None:
-    (job,) = rig.jobs()
+def test_destroy_removes_the_capture_jobs(rig: Rig) -> None:
+    jobs = [*rig.jobs("Worker"), *rig.jobs("Eager")]
+    assert len(jobs) == 2
     assert rig.stack.destroy(on_output=lambda _: None).summary.result == "succeeded"
-    assert rig.kube.get(job) is None
-    assert rig.jobs() == []
+    assert [j["metadata"]["name"] for j in jobs if rig.kube.get(j) is not None] == []
 
 
 # --- against the provider directly ---------------------------------------------------------------
 
 
 @pytest.fixture()
-def namespace(kube: KubeClient) -> str:
-    ns = unique("ckprov")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    return ns
+def namespace(kube: KubeClient) -> Iterator[str]:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": unique("ckprov")}}
+    kube.apply(ns)
+    yield ns["metadata"]["name"]
+    kube.delete(ns, propagation="Background")  # its stuck capture Jobs stop bothering the scheduler
 
 
 @pytest.fixture(scope="module")
