@@ -7,7 +7,13 @@ and on destroy deletes (policy `Delete`) or keeps (`Retain`) what the capture pr
 cluster serves the DynamoCheckpoint CRD, the object is applied too and its status kept current.
 
 "Ready" here means the capture Job is Complete: no snapshot agent runs locally, so there is no
-PodSnapshot to wait for (the operator also needs the PodSnapshot bound and succeeded).
+PodSnapshot to wait for (the operator also needs the PodSnapshot bound and succeeded). Where the
+snapshot agent runs (its PodSnapshot CRDs served), the operator's remaining steps would go in
+`_await`: once the Job's pod exists, create the PodSnapshot `<checkpoint name>` (label
+`nvidia.com/snapshot-owner`, `spec.source.podRef` = the pod's name, uid and target container,
+owned by the DynamoCheckpoint); Ready = `status.boundPodSnapshotContentName` set, its Succeeded
+condition True and the Job Complete; a failed Job or PodSnapshot = Failed; then delete the
+terminal Job (the PodSnapshotContent holds the artifact).
 
 Inputs: kubeconfig (secret), context, namespace, checkpoint (the DynamoCheckpoint manifest), job
 (its capture Job, rendered by `render.checkpoint.capture_job`), owner (`project/stack/resource`,
