@@ -161,3 +161,16 @@ def test_device_class_follows_dra_unless_set() -> None:
     assert not PlatformOptions.from_config({"deviceClass": False}, dra).creates_device_class(dra)
     plain = ClusterOptions()
     assert not PlatformOptions.from_config({}, plain).creates_device_class(plain)
+
+
+def test_shipped_crds_claim_distinct_names() -> None:
+    """The API server establishes only the first CRD claiming a kind, plural or short name in a group."""
+    claimed: dict[tuple[str, str], str] = {}
+    for crd_set in CRD_SETS:
+        for doc in crd_documents(CRD_DIR, crd_set):
+            names = doc["spec"]["names"]
+            words = [names["kind"], names["plural"], names.get("singular", ""), *names.get("shortNames", [])]
+            for word in {w.lower() for w in words if w}:
+                key = (doc["spec"]["group"], word)
+                assert key not in claimed, f"{doc['metadata']['name']} and {claimed[key]} both claim {key}"
+                claimed[key] = doc["metadata"]["name"]
