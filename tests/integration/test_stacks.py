@@ -1,0 +1,186 @@
+"""Each example stack (`stacks/Pulumi.{grove,lws,dra,istio}.yaml`, as shipped) through the real Pulumi
+CLI onto the local control plane, with the third-party CRDs installed by its platform layer:
+
+- `pulumi up` is accepted by the API server for every object (each rendered object, CRD, DeviceClass
+  and platform object is read back);
+- a preview and a second `up` change nothing;
+- `destroy` leaves nothing behind in the namespace and deletes the DeviceClass; the CRDs stay
+  installed (retained on purpose: deleting a CRD deletes every object of its kind in the cluster).
+
+The stacks run one after the other on the session's cluster, so later stacks find the CRDs earlier
+ones kept (grove, then dra) and adopt them under the shared field manager.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pulumi import automation as auto
+
+from components import load_graph
+from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.platform_options import PlatformOptions
+from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key
+from dynamo_infra.render import render_graph
+from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from tests.conftest import REPO
+from tests.integration.conftest import copy_project
+from tools.localcluster import LocalCluster
+
+# The example stacks, in the order they run.
+STACKS = ("grove", "lws", "dra", "istio")
+# The passphrase the shipped stack files' encryption salts were made with.
+STACK_PASSPHRASE = "dynamo-infra-local"
+# Stand-in for the inference gateway's InferencePool CRD (EPP graphs of the istio stack need it).
+INFERENCEPOOL_STANDIN = REPO / "tools" / "crds" / "inferencepool-standin.yaml"
+# Kinds of the platform layer in the namespace.
+PLATFORM_KINDS = (
+    ("v1", "ServiceAccount"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+)
+
+
+class StackRun:
+    """One shipped stack file in a project copy, pointed at the session's cluster."""
+
+    def __init__(self, name: str, project: Path, cluster: LocalCluster) -> None:
+        self.name = name
+        config = yaml.safe_load((REPO / "stacks" / f"Pulumi.{name}.yaml").read_text())["config"]
+        self.options = ClusterOptions.from_config(config.get("dynamo-infra:cluster") or {})
+        self.platform = PlatformOptions.from_config(config.get("dynamo-infra:platform"), self.options)
+        self.graphs = [
+            render_graph(load_graph(REPO / g), self.options, self.options.namespace)
+            for g in config["dynamo-infra:graphs"]
+        ]
+        opts = auto.LocalWorkspaceOptions(
+            work_dir=str(project),
+            env_vars={
+                "PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}",
+                "PULUMI_CONFIG_PASSPHRASE": STACK_PASSPHRASE,
+            },
+        )
+        self.stack = auto.create_stack(name, work_dir=str(project), opts=opts)
+        self.stack.set_config("dynamo-infra:kubeconfigPath", auto.ConfigValue(str(cluster.kubeconfig)))
+        self.times: dict[str, float] = {}
+
+    @property
+    def namespace(self) -> str:
+        return self.options.namespace
+
+    def timed(self, what: str, op: Any, **kw: Any) -> Any:
+        start = time.monotonic()
+        result = op(on_output=lambda _: None, **kw)
+        self.times[what] = time.monotonic() - start
+        return result
+
+    def objects(self) -> list[Obj]:
+        """Every object the stack's graphs render (the Grove pathway's PodCliqueSet included)."""
+        return [o for g in self.graphs for o in g.all_objects()]
+
+    def crd_names(self) -> list[str]:
+        return [
+            str(d["metadata"]["name"])
+            for s in self.platform.install_crds
+            for d in crd_documents(REPO / DEFAULT_CRD_DIR, s)
+        ]
+
+    def device_class(self) -> Obj | None:
+        if not self.platform.creates_device_class(self.options):
+            return None
+        return {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "DeviceClass",
+            "metadata": {"name": self.options.dra.device_class},
+        }
+
+
+@pytest.fixture(scope="module")
+def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Path]:
+    """A project copy holding the shipped stack files and CRD sets; the InferencePool stand-in installed."""
+    project = copy_project(tmp_path_factory.mktemp("stacks"))
+    for name in STACKS:
+        shutil.copy(REPO / "stacks" / f"Pulumi.{name}.yaml", project / "stacks")
+    (project / DEFAULT_CRD_DIR).symlink_to(REPO / DEFAULT_CRD_DIR)
+    from dynamo_infra.reconcile import connection
+
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+        kube.apply(yaml.safe_load(INFERENCEPOOL_STANDIN.read_text()))
+        deadline = time.monotonic() + 30
+        while not kube.serves("inference.networking.k8s.io/v1", "InferencePool"):
+            assert time.monotonic() < deadline, "the InferencePool stand-in CRD is not served"
+            time.sleep(0.5)
+    yield project
+
+
+def graph_states(up: auto.UpResult) -> dict[str, str]:
+    return {name: g["state"] for name, g in up.outputs["graphs"].value.items()}
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_example_stack_up_converges_and_destroys(
+    name: str, stacks_project: Path, cluster: LocalCluster, kube: KubeClient
+) -> None:
+    run = StackRun(name, stacks_project, cluster)
+    ns = run.namespace
+
+    up = run.timed("up", run.stack.up)
+    assert up.summary.result == "succeeded"
+    # Every object of every graph was accepted and is stored as we rendered it.
+    missing = [object_key(o) for o in run.objects() if kube.get(o) is None]
+    assert missing == []
+    for account in (PLANNER_SERVICE_ACCOUNT, EPP_SERVICE_ACCOUNT):
+        for api_version, kind in PLATFORM_KINDS:
+            stub = {"apiVersion": api_version, "kind": kind, "metadata": {"name": account, "namespace": ns}}
+            assert kube.get(stub) is not None, f"{kind} {account}"
+    crd_names = run.crd_names()
+    for crd in crd_names:
+        live = kube.get({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                         "metadata": {"name": crd}})  # fmt: skip
+        assert live is not None, crd
+        established = {c["type"]: c["status"] for c in live["status"]["conditions"]}
+        assert established.get("Established") == "True", crd
+        managers = {m["manager"] for m in live["metadata"]["managedFields"]}
+        assert CLUSTER_FIELD_MANAGER in managers
+    device_class = run.device_class()
+    if device_class is not None:
+        live = kube.get(device_class)
+        assert live is not None
+        assert live["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
+    states = graph_states(up)
+    if run.options.await_policy.mode == "wait":
+        assert set(states.values()) == {"successful"}, up.outputs["graphs"].value
+    else:
+        # No Grove or LWS controller (or DRA driver) runs here: the graphs say so instead of lying.
+        assert set(states.values()) == {"pending"}, up.outputs["graphs"].value
+
+    preview = run.timed("preview", run.stack.preview)
+    assert set(preview.change_summary) == {"same"}, preview.change_summary
+    again = run.timed("second up", run.stack.up)
+    assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+
+    destroy = run.timed("destroy", run.stack.destroy)
+    assert destroy.summary.result == "succeeded"
+    kinds = {(o["apiVersion"], o["kind"]) for o in run.objects()} | set(PLATFORM_KINDS)
+    left = {
+        f"{api_version}/{kind}": [i["metadata"]["name"] for i in kube.list(api_version, kind, ns)]
+        for api_version, kind in sorted(kinds)
+    }
+    assert {k: v for k, v in left.items() if v and not (k == "v1/ServiceAccount" and v == ["default"])} == {}
+    assert kube.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}) is None
+    if device_class is not None:
+        assert kube.get(device_class) is None, "the DeviceClass is deleted with the stack"
+    for crd in crd_names:
+        stub = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": crd}}  # fmt: skip
+        assert kube.get(stub) is not None, f"CRD {crd} is retained"
+    run.stack.workspace.remove_stack(name)
+    print(f"\n{name}: " + ", ".join(f"{k} {v:.1f}s" for k, v in run.times.items()))
