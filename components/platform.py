@@ -10,7 +10,7 @@ holds no data and is deleted with the stack.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +218,7 @@ class Platform(pulumi.ComponentResource):
 
     @staticmethod
     def _account(
-        account: str, rules: list[dict[str, object]], namespace: str, opts: pulumi.ResourceOptions
+        account: str, rules: Sequence[Mapping[str, object]], namespace: str, opts: pulumi.ResourceOptions
     ) -> pulumi.Resource:
         meta = {"namespace": namespace, "labels": MANAGED_BY}
         sa = k8s.core.v1.ServiceAccount(account, metadata={"name": account, **meta}, opts=opts)

@@ -3,6 +3,9 @@ CLI onto the local control plane, with the third-party CRDs installed by its pla
 
 - `pulumi up` is accepted by the API server for every object (each rendered object, CRD, DeviceClass
   and platform object is read back);
+- where the cluster's own controllers are missing (Grove, LWS), the test plays them: it reports the
+  LeaderWorkerSets ready and creates ready PodCliques / PodCliqueScalingGroups, and a refresh then a
+  second `up` turn the graphs `successful` (the readiness rules of render/status.py at work);
 - a preview and a second `up` change nothing;
 - `destroy` leaves nothing behind in the namespace and deletes the DeviceClass; the CRDs stay
   installed (retained on purpose: deleting a CRD deletes every object of its kind in the cluster).
@@ -31,6 +34,7 @@ from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.status import deployment_readiness
 from tests.conftest import REPO
 from tests.integration.conftest import copy_project
 from tools.localcluster import LocalCluster
@@ -41,6 +45,10 @@ STACKS = ("grove", "lws", "dra", "istio")
 STACK_PASSPHRASE = "dynamo-infra-local"
 # Stand-in for the inference gateway's InferencePool CRD (EPP graphs of the istio stack need it).
 INFERENCEPOOL_STANDIN = REPO / "tools" / "crds" / "inferencepool-standin.yaml"
+# Stacks whose missing controllers the test plays (DRA claims are never allocated without a driver).
+PLAYED = {"grove", "lws"}
+# How long the Deployments of a stack that skips awaiting may take to become available (kwok pods).
+DEPLOYMENTS_READY_S = 60
 # Kinds of the platform layer in the namespace.
 PLATFORM_KINDS = (
     ("v1", "ServiceAccount"),
@@ -121,6 +129,49 @@ def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalClust
     yield project
 
 
+def patch_status(kube: KubeClient, obj: Obj, status: Obj) -> None:
+    live = kube.get(obj)
+    assert live is not None, object_key(obj)
+    meta = obj["metadata"]
+    path = kube.resource(obj["apiVersion"], obj["kind"]).path(meta["namespace"], meta["name"]) + "/status"
+    body = {"status": {"observedGeneration": live["metadata"].get("generation", 1), **status}}
+    kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+
+
+def play_controllers(kube: KubeClient, run: StackRun) -> None:
+    """What LWS and Grove would report once every pod is ready (no such controller runs here)."""
+    ready = {"type": "Available", "status": "True", "reason": "AllGroupsReady", "message": "All replicas are ready",
+             "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+    for obj in run.objects():
+        if obj["kind"] == "LeaderWorkerSet":
+            n = obj["spec"]["replicas"]
+            patch_status(
+                kube, obj, {"replicas": n, "readyReplicas": n, "updatedReplicas": n, "conditions": [ready]}
+            )
+    deadline = time.monotonic() + DEPLOYMENTS_READY_S
+    while not all(deployment_readiness(d).ready for d in kube.list("apps/v1", "Deployment", run.namespace)):
+        assert time.monotonic() < deadline, "Deployments (kwok pods) did not become available"
+        time.sleep(1)
+    for graph in run.graphs:
+        for component in graph.components.values():
+            target = component.scale_target
+            if target is None:
+                continue
+            n = int(target["replicas"])
+            obj = {"apiVersion": target["apiVersion"], "kind": target["kind"],
+                   "metadata": {"name": target["name"], "namespace": run.namespace}}  # fmt: skip
+            counts = {"replicas": n, "updatedReplicas": n, "scheduledReplicas": n}
+            if target["kind"] == "PodClique":
+                pod = {"containers": [{"name": "main", "image": "grove-stand-in"}]}
+                kube.apply(
+                    {**obj, "spec": {"roleName": component.name.lower(), "replicas": n, "podSpec": pod}}
+                )
+                patch_status(kube, obj, {**counts, "readyReplicas": n, "scheduleGatedReplicas": 0})
+            else:
+                kube.apply({**obj, "spec": {"cliqueNames": ["ldr", "wkr"], "replicas": n}})
+                patch_status(kube, obj, {**counts, "availableReplicas": n})
+
+
 def graph_states(up: auto.UpResult) -> dict[str, str]:
     return {name: g["state"] for name, g in up.outputs["graphs"].value.items()}
 
@@ -162,10 +213,17 @@ def test_example_stack_up_converges_and_destroys(
         # No Grove or LWS controller (or DRA driver) runs here: the graphs say so instead of lying.
         assert set(states.values()) == {"pending"}, up.outputs["graphs"].value
 
+    if name in PLAYED:
+        play_controllers(kube, run)
+        run.timed("refresh", run.stack.refresh)
+
     preview = run.timed("preview", run.stack.preview)
     assert set(preview.change_summary) == {"same"}, preview.change_summary
     again = run.timed("second up", run.stack.up)
     assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
+    if name in PLAYED:
+        # Ready as LWS and Grove judge it: the refreshed statuses reach the graphs' outputs.
+        assert set(graph_states(again).values()) == {"successful"}, again.outputs["graphs"].value
 
     destroy = run.timed("destroy", run.stack.destroy)
     assert destroy.summary.result == "succeeded"
