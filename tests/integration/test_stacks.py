@@ -242,3 +242,24 @@ def test_example_stack_up_converges_and_destroys(
         assert kube.get(stub) is not None, f"CRD {crd} is retained"
     run.stack.workspace.remove_stack(name)
     print(f"\n{name}: " + ", ".join(f"{k} {v:.1f}s" for k, v in run.times.items()))
+
+
+def test_bad_platform_config_fails_preview_with_its_key(stacks_project: Path, cluster: LocalCluster) -> None:
+    opts = auto.LocalWorkspaceOptions(
+        work_dir=str(stacks_project),
+        env_vars={"PULUMI_BACKEND_URL": f"file://{stacks_project.parent / 'state'}"},
+    )
+    stack = auto.create_stack("bad-platform", work_dir=str(stacks_project), opts=opts)
+    stack.set_all_config(
+        {
+            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
+            "dynamo-infra:platform": auto.ConfigValue('{"installCrds": ["grove", "gateway"]}'),
+            "dynamo-infra:graphs": auto.ConfigValue('["examples/agg.yaml"]'),
+        }
+    )
+    lines: list[str] = []
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview(on_output=lines.append)
+    text = "\n".join(lines) + str(failed.value)
+    assert "dynamo-infra:platform.installCrds[1]: must be one of" in text, text
+    stack.workspace.remove_stack("bad-platform")
