@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 from components import DynamoGraphDeployment, load_graph
 from components.platform import Platform
 from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
@@ -67,25 +68,47 @@ platform = Platform(
     device_class=options.dra.device_class if platform_options.creates_device_class(options) else None,
 )
 
+# Autoscalers per graph and component: {graph: {component: {kind: hpa|keda, maxReplicas, ...}}}.
+autoscalers: dict[str, dict[str, Autoscaler]] = {}
+for graph_name, per_component in (config.get_object("autoscalers") or {}).items():
+    for component, spec in (per_component or {}).items():
+        try:
+            autoscalers.setdefault(graph_name, {})[component] = Autoscaler.parse(spec)
+        except DynamoValidationError as e:
+            fail(str(e.with_prefix(f"dynamo-infra:autoscalers.{graph_name}.{component}")))
+
+unknown = sorted(set(autoscalers) - {d.name for d in dgds})
+if unknown:
+    fail(f"dynamo-infra:autoscalers: no graph named {', '.join(unknown)} in dynamo-infra:graphs")
+
 graphs = {}
 for dgd in dgds:
-    graph = DynamoGraphDeployment(
-        dgd.name,
-        dgd,
-        kubeconfig=kubeconfig,
-        context=context,
-        options=options,
-        namespace=options.namespace,
-        delete_pvcs_on_destroy=delete_pvcs_on_destroy,
-        opts=pulumi.ResourceOptions(depends_on=[platform]),
-    )
+    try:
+        graph = DynamoGraphDeployment(
+            dgd.name,
+            dgd,
+            kubeconfig=kubeconfig,
+            context=context,
+            options=options,
+            namespace=options.namespace,
+            delete_pvcs_on_destroy=delete_pvcs_on_destroy,
+            autoscalers=autoscalers.get(dgd.name),
+            opts=pulumi.ResourceOptions(depends_on=[platform]),
+        )
+    except DynamoValidationError as e:
+        fail(f"graph {dgd.name}: {e}")
     graphs[dgd.name] = graph
 
 pulumi.export("namespace", options.namespace)
 pulumi.export(
     "graphs",
     {
-        n: {"state": g.state, "conditions": g.conditions, "components": g.component_statuses}
+        n: {
+            "state": g.state,
+            "conditions": g.conditions,
+            "components": g.component_statuses,
+            "checkpoints": g.checkpoint_statuses,
+        }
         for n, g in graphs.items()
     },
 )

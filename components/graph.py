@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,10 @@ import pulumi
 
 from components.checkpoint import Checkpoint
 from components.pvc import PersistentVolumeClaim
+from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
+from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import Obj
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
@@ -60,6 +63,29 @@ def waiting_of(component: str, rendered: RenderedGraph) -> bool:
 def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Obj]:
     """The graph's DGD-managed DynamoCheckpoints by the component they capture."""
     return {str(o["metadata"]["labels"][LABEL_COMPONENT]): o for o in rendered.checkpoints}
+
+
+def checked_autoscalers(
+    rendered: RenderedGraph, autoscalers: Mapping[str, Autoscaler]
+) -> dict[str, Autoscaler]:
+    """Autoscalers only for components that exist and hand their replicas over (`scalingAdapter`)."""
+    problems = []
+    for component in autoscalers:
+        c = rendered.components.get(component)
+        if c is None:
+            problems.append(
+                Problem(f"autoscalers.{component}", f"graph {rendered.name} has no component {component!r}")
+            )
+        elif not c.scaling_adapter:
+            problems.append(
+                Problem(
+                    f"autoscalers.{component}",
+                    "the component must set scalingAdapter so the autoscaler owns its replicas",
+                )
+            )
+    if problems:
+        raise DynamoValidationError(problems)
+    return dict(autoscalers)
 
 
 class DynamoComponentDeployment(pulumi.ComponentResource):
@@ -137,6 +163,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         options: ClusterOptions | None = None,
         namespace: str | None = None,
         delete_pvcs_on_destroy: bool = False,
+        autoscalers: Mapping[str, Autoscaler] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(GRAPH_TYPE, name, None, opts)
@@ -251,6 +278,18 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 waiting=waiting,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
+        self.scaling_adapters = {
+            component: ScalingAdapter(
+                f"{name}-{component.lower()}-scaling",
+                graph=self.rendered,
+                component=self.rendered.components[component],
+                autoscaler=spec,
+                kubeconfig=kubeconfig,
+                context=context,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.components[component]]),
+            )
+            for component, spec in checked_autoscalers(self.rendered, autoscalers or {}).items()
+        }
         names = list(self.components)
         statuses = pulumi.Output.all(*[self.components[n].status for n in names]).apply(
             lambda values: {n: (v or {}) for n, v in zip(names, values, strict=True)}

@@ -20,6 +20,7 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
+from pulumi.output import Unknown
 
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, Obj
@@ -141,7 +142,9 @@ class ComponentWorkloadProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         objects = news.get("objects")
-        if not isinstance(objects, dict):
+        if isinstance(objects, Unknown):
+            pass  # preview: rendered once a checkpoint's readiness is known
+        elif not isinstance(objects, dict):
             failures.append(CheckFailure("objects", "must be a mapping of object key to manifest"))
         else:
             for key, obj in objects.items():

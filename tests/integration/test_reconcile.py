@@ -77,6 +77,10 @@ class Rig:
         self.graph = project / "examples" / "rec.yaml"
         self.graph.write_text(GRAPH)
         self.stack = make_stack(project, cluster, "rec", self.ns, [self.graph])
+        autoscaler = {"kind": "hpa", "minReplicas": 1, "maxReplicas": 6}
+        self.stack.set_config(
+            "dynamo-infra:autoscalers", auto.ConfigValue(json.dumps({"rec": {"Worker": autoscaler}}))
+        )
 
     def deployment(self, prefix: str) -> dict:
         return next(
@@ -169,6 +173,20 @@ def test_autoscaler_replicas_survive_two_ups(rig: Rig) -> None:
     rig.graph.write_text(GRAPH)
     rig.up()
     assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
+
+
+def test_hpa_targets_the_adapted_workload(rig: Rig) -> None:
+    worker = rig.deployment("rec-worker-")["metadata"]["name"]
+    hpa = rig.kube.get(
+        {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": worker, "namespace": rig.ns},
+        }
+    )
+    assert hpa is not None
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": worker}
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 6)
 
 
 def test_state_holds_no_plaintext_credentials(rig: Rig) -> None:
