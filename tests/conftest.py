@@ -21,3 +21,11 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"the shared corpus is missing at {CORPUS}")
     return CORPUS
+
+
+@pytest.fixture()
+def event_loop_for_mocks() -> None:
+    """Pulumi mocks need a current asyncio loop; earlier tests (Automation API) may leave none."""
+    import asyncio
+
+    asyncio.set_event_loop(asyncio.new_event_loop())

@@ -25,7 +25,7 @@ class Mocks(pulumi.runtime.Mocks):
 
 
 @pytest.fixture()
-def mocks() -> Mocks:
+def mocks(event_loop_for_mocks: None) -> Mocks:
     m = Mocks()
     pulumi.runtime.set_mocks(m, preview=False)
     return m
