@@ -16,7 +16,7 @@ from components.workload import ComponentWorkload
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import Obj
+from dynamo_infra.reconcile.kube import Obj, object_key
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.status import ComponentStatus, graph_status
@@ -112,6 +112,15 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
     ) -> None:
         super().__init__(COMPONENT_TYPE, name, None, opts)
         self.rendered = rendered
+        replicas_external = rendered.scaling_adapter or rendered.autoscaled
+        target = rendered.scale_target
+        observe = [observed(target, graph.namespace)] if target else []
+        # Grove: the component's replicas go to its PodClique / scaling group, as the operator does.
+        scale = (
+            {object_key(observe[0]): int(target["replicas"])}
+            if target and target.get("replicas") is not None
+            else {}
+        )
         self.workload = ComponentWorkload(
             f"{name}-workload",
             kubeconfig=kubeconfig,
@@ -120,9 +129,10 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             graph=graph.name,
             component=rendered.name,
             objects=list(rendered.objects) if objects is None else objects,
-            replicas_external=rendered.scaling_adapter or rendered.autoscaled,
+            replicas_external=replicas_external,
             pull_secret_discovery=rendered.pull_secret_discovery,
-            observe=[observed(rendered.scale_target, graph.namespace)] if rendered.scale_target else None,
+            observe=observe or None,
+            scale=None if replicas_external else scale or None,
             await_policy={
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,

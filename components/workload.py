@@ -19,7 +19,8 @@ def keyed(objects: list[Obj]) -> dict[str, Obj]:
 class ComponentWorkload(Resource):
     """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs.
 
-    `observe` names objects another controller creates for this one (read for status, never written).
+    `observe` names objects another controller creates for this one (read for status; never written
+    but for `scale`: their replicas, set through the scale subresource unless `replicas_external`).
     `objects` may be an Output (a component rendered once its checkpoint's readiness is known).
     """
 
@@ -40,6 +41,7 @@ class ComponentWorkload(Resource):
         replicas_external: bool = False,
         pull_secret_discovery: bool = False,
         observe: list[Obj] | None = None,
+        scale: dict[str, int] | None = None,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -53,6 +55,7 @@ class ComponentWorkload(Resource):
             if isinstance(objects, pulumi.Output)
             else keyed(cast(list[Obj], objects)),
             "observe": {object_key(o): o for o in observe or []},
+            "scale": scale or None,
             "replicasExternal": replicas_external,
             "pullSecretDiscovery": pull_secret_discovery,
             "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},

@@ -185,6 +185,25 @@ class KubeClient:
         except NotFound:
             return None
 
+    def get_scale(self, obj: Obj) -> Obj | None:
+        """The object's `scale` subresource (autoscaling/v1 Scale), or None when the object is absent."""
+        info, ns, name = self._info(obj)
+        try:
+            return self.request("GET", f"{info.path(ns, name)}/scale")
+        except NotFound:
+            return None
+
+    def set_scale(self, obj: Obj, replicas: int, *, manager: str = FIELD_MANAGER) -> Obj:
+        """Set `spec.replicas` through the scale subresource, as `kubectl scale` and autoscalers do."""
+        info, ns, name = self._info(obj)
+        return self.request(
+            "PATCH",
+            f"{info.path(ns, name)}/scale",
+            body={"spec": {"replicas": replicas}},
+            params={"fieldManager": manager},
+            content_type="application/merge-patch+json",
+        )
+
     def list(
         self,
         api_version: str,

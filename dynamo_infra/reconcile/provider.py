@@ -2,7 +2,9 @@
 
 Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field changes):
   kubeconfig (secret), context, namespace, graph, component,
-  objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds}
+  objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds},
+  observe: {key: stub} of objects another controller creates for this one (Grove's PodCliques),
+  scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove)
 Outputs: the inputs plus `inventory` (keys applied, in order) and `status`.
 """
 
@@ -34,6 +36,7 @@ from dynamo_infra.reconcile.workload import (
     project,
     prune,
     read_live,
+    scale_observed,
     sweep_orphans,
     with_inventory,
 )
@@ -49,6 +52,7 @@ DIFFED_INPUTS = (
     "objects",
     "replicasExternal",
     "await",
+    "scale",
 )
 # Apply order by kind (dependencies first); unknown kinds go after these, before workloads.
 KIND_ORDER = (
@@ -126,8 +130,12 @@ class ComponentWorkloadProvider(ResourceProvider):
             prune(client, previous, ordered, known, log)
             kinds = {(o["apiVersion"], o["kind"]) for o in [*ordered.values(), *known.values()]}
             sweep_orphans(client, props["namespace"], inventory, kinds, set(ordered), log)
+            observe: dict[str, Obj] = props.get("observe") or {}
+            if not ownership.replicas_external:
+                scale = props.get("scale") or {}
+                scale_observed(client, {k: (observe[k], int(r)) for k, r in scale.items()}, log)
             # Objects another controller creates for us (Grove's PodCliques) count for readiness too.
-            watched = {**ordered, **(props.get("observe") or {})}
+            watched = {**ordered, **observe}
             awaiting = props.get("await") or {}
             if awaiting.get("mode", "wait") == "skip":
                 status = observed_status(read_live(client, list(watched), watched)).to_dict()
@@ -157,6 +165,14 @@ class ComponentWorkloadProvider(ResourceProvider):
                     failures.append(
                         CheckFailure(f"objects.{key}", "manifest needs apiVersion, kind and metadata.name")
                     )
+        scale = news.get("scale")
+        if scale is not None and not isinstance(scale, Unknown):
+            observe = news.get("observe") or {}
+            for key, replicas in (scale or {}).items():
+                if key not in observe:
+                    failures.append(CheckFailure(f"scale.{key}", "names no object in `observe`"))
+                elif not isinstance(replicas, int | float) or replicas < 0 or int(replicas) != replicas:
+                    failures.append(CheckFailure(f"scale.{key}", "replicas must be a non-negative integer"))
         if not news.get("kubeconfig"):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         return CheckResult(news, failures)
@@ -207,8 +223,15 @@ class ComponentWorkloadProvider(ResourceProvider):
                 if wanted is not None and "replicas" in (o.get("spec") or {}):
                     o["spec"]["replicas"] = wanted
         status = observed_status({**{k: present[k] for k in keys if k in present}, **others}).to_dict()
+        scale = props.get("scale")
+        if scale:
+            # Replicas of the scaled objects as they are: a hand-made change shows as drift.
+            scale = {
+                k: ((others.get(k) or {}).get("spec") or {}).get("replicas", r) for k, r in scale.items()
+            }
         outs = {
             **props,
+            "scale": scale,
             "objects": observed,
             "inventory": [k for k in keys if k in present],
             "status": status,

@@ -83,6 +83,25 @@ def apply_objects(
     return stored
 
 
+def scale_observed(client: KubeClient, targets: dict[str, tuple[Obj, int]], log: Log) -> dict[str, int]:
+    """Set the replicas of objects another controller created (Grove's PodCliques and scaling groups)
+    through their scale subresource; one not created yet is skipped (it starts from the replicas of
+    the template it is created from). Returns the replicas each existing target now has.
+    """
+    now: dict[str, int] = {}
+    for key, (stub, replicas) in targets.items():
+        scale = client.get_scale(stub)
+        if scale is None:
+            log(f"{key}: not created yet; it will start with the PodCliqueSet's replicas")
+            continue
+        current = (scale.get("spec") or {}).get("replicas")
+        if current != replicas:
+            log(f"{key}: scaling {current} -> {replicas}")
+            client.set_scale(stub, replicas)
+        now[key] = replicas
+    return now
+
+
 def inventory_id(namespace: str, graph: str, component: str) -> str:
     """A label value naming the owning resource (12 hex of SHA-256 of `namespace/graph/component`)."""
     return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]

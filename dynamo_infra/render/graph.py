@@ -363,7 +363,7 @@ def grove_pathway(
         if entry is not None:
             status[c.name] = entry
         adapter = scaling_adapter(g, c)
-        target = grove.scale_target(name, m)
+        target = grove.scale_target(name, m, ready.get(c.name))
         components[c.name] = RenderedComponent(
             name=c.name,
             type=ctx.type,

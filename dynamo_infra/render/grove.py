@@ -379,14 +379,21 @@ def pod_clique_set(
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
 
 
-def scale_target(pcs: str, m: Member) -> Obj:
-    """The PodClique / PodCliqueScalingGroup that carries a component's replicas and readiness."""
+def scale_target(pcs: str, m: Member, ready: bool | None) -> Obj:
+    """The PodClique / PodCliqueScalingGroup that carries a component's replicas and readiness.
+
+    `replicas` is what the operator writes through its scale subresource on every reconcile: the
+    component's replicas, 0 while it waits for its checkpoint, None (left alone) when unset.
+    """
     kind = SCALING_GROUP if m.ctx.uses_scaling_group else PODCLIQUE
+    replicas = m.component.replicas
+    if checkpoint.gates_replicas(m.ctx, ready):
+        replicas = 0
     return {
         "apiVersion": API_VERSION,
         "kind": kind,
         "name": f"{pcs}-{PCS_REPLICA_INDEX}-{m.component.name.lower()}",
-        "replicas": m.component.replicas,
+        "replicas": replicas,
     }
 
 

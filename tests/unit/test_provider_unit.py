@@ -79,3 +79,24 @@ users: [{{name: u, user: {{token: s3cr3t}}}}]
     with pytest.raises(connection.KubeconfigError) as e:
         connection.parse(text, context="other")
     assert "s3cr3t" not in str(e.value)
+
+
+def test_check_rejects_scale_of_unobserved_objects_and_bad_counts() -> None:
+    clique = {
+        "apiVersion": "grove.io/v1alpha1",
+        "kind": "PodClique",
+        "metadata": {"name": "g-0-w", "namespace": "n"},
+    }
+    key = "grove.io/v1alpha1/PodClique/n/g-0-w"
+    p = ComponentWorkloadProvider()
+    good = p.check({}, props(observe={key: clique}, scale={key: 3.0}))
+    assert good.failures == []
+    bad = p.check({}, props(observe={key: clique}, scale={key: -1, "x/Y/n/z": 1}))
+    assert sorted(f.property for f in bad.failures) == [f"scale.{key}", "scale.x/Y/n/z"]
+
+
+def test_diff_sees_a_scale_change() -> None:
+    key = "grove.io/v1alpha1/PodClique/n/g-0-w"
+    p = ComponentWorkloadProvider()
+    assert p.diff("id", props(scale={key: 1}), props(scale={key: 2})).changes is True
+    assert p.diff("id", props(), props(scale=None)).changes is False

@@ -426,3 +426,27 @@ def test_grove_termination_delay_from_config() -> None:
     assert r.workloads[0]["spec"]["template"]["terminationDelay"] == "1h30m0s"
     r = render(graph(worker()), **GROVE, grove={"terminationDelay": "0s"})
     assert "terminationDelay" not in r.workloads[0]["spec"]["template"]
+
+
+def test_grove_scale_target_replicas_as_the_operator_scales() -> None:
+    """Set replicas go to the PodClique / scaling group; unset ones are left alone; a component
+    waiting for its checkpoint is held at 0 until the checkpoint is Ready."""
+    fe = {
+        "name": "fe",
+        "type": "frontend",
+        "podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}},
+    }
+    r = render(graph(worker(nodes=2, replicas=3), fe), **GROVE)
+    assert r.components["w"].scale_target["replicas"] == 3  # type: ignore[index]
+    assert r.components["fe"].scale_target["replicas"] is None  # type: ignore[index]
+    waiting = worker(
+        nodes=1,
+        gpus=1,
+        replicas=2,
+        experimental={"checkpoint": {"enabled": True, "startupPolicy": "WaitForCheckpoint"}},
+    )
+    opts = ClusterOptions.parse({**GROVE, "checkpoint": {"enabled": True}})
+    gated = render_graph(graph(waiting), opts, NS, checkpoint_ready={"w": False})
+    assert gated.components["w"].scale_target["replicas"] == 0  # type: ignore[index]
+    ready = render_graph(graph(waiting), opts, NS, checkpoint_ready={"w": True})
+    assert ready.components["w"].scale_target["replicas"] == 2  # type: ignore[index]

@@ -1,0 +1,215 @@
+"""Grove replica changes after creation, through the real Pulumi CLI against the local control plane
+(Grove CRDs installed by the platform layer; the test creates the PodClique and PodCliqueScalingGroup
+Grove's controller would, from the PodCliqueSet's template).
+
+As the operator does, a component's replicas go to its PodClique (single node) or
+PodCliqueScalingGroup (multinode) through the scale subresource; a component whose replicas an
+autoscaler owns (`scalingAdapter`) is never scaled; a hand-made scale shows on refresh and the next
+`up` restores the graph's count.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient, Obj
+from tests.conftest import REPO
+from tests.integration.conftest import copy_project, make_stack, unique
+from tools.localcluster import LocalCluster
+
+GRAPH = """\
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata:
+  name: gsc
+spec:
+  backendFramework: sglang
+  components:
+    - name: Frontend
+      type: frontend
+      replicas: 1
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
+    - name: decode
+      type: decode
+      replicas: 1
+      multinode:
+        nodeCount: 2
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
+              command: [python3, -m, dynamo.sglang]
+              args: [--model-path, Qwen/Qwen3-0.6B, --tp, "8"]
+              resources:
+                limits:
+                  nvidia.com/gpu: "4"
+    - name: prefill
+      type: prefill
+      replicas: 1
+      scalingAdapter: {}
+      podTemplate:
+        spec:
+          containers:
+            - name: main
+              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
+              command: [python3, -m, dynamo.sglang]
+              args: [--model-path, Qwen/Qwen3-0.6B]
+              resources:
+                limits:
+                  nvidia.com/gpu: "1"
+"""
+# Grove's API group/version.
+GROVE = "grove.io/v1alpha1"
+
+
+class Rig:
+    def __init__(self, project: Path, cluster: LocalCluster, kube: KubeClient) -> None:
+        self.cluster, self.kube = cluster, kube
+        self.ns = unique("gsc")
+        self.graph = project / "examples" / "gsc.yaml"
+        self.graph.write_text(GRAPH)
+        self.stack = make_stack(
+            project,
+            cluster,
+            "gsc",
+            self.ns,
+            [self.graph],
+            multinode={"orchestrator": "grove"},
+            **{"await": {"mode": "skip", "timeoutSeconds": 60}},
+        )
+        self.stack.set_config(
+            "dynamo-infra:platform", auto.ConfigValue(json.dumps({"installCrds": ["grove"]}))
+        )
+
+    def up(self, **kw: Any) -> auto.UpResult:
+        result = self.stack.up(on_output=lambda _: None, **kw)
+        assert result.summary.result == "succeeded"
+        return result
+
+    def stub(self, kind: str, component: str) -> Obj:
+        return {
+            "apiVersion": GROVE,
+            "kind": kind,
+            "metadata": {"name": f"gsc-0-{component}", "namespace": self.ns},
+        }
+
+    def replicas(self, kind: str, component: str) -> int:
+        live = self.kube.get(self.stub(kind, component))
+        assert live is not None
+        return int(live["spec"]["replicas"])
+
+    def play_grove(self) -> None:
+        """The PodCliques / scaling group Grove creates from the PodCliqueSet's template."""
+        pcs = self.kube.get(
+            {"apiVersion": GROVE, "kind": "PodCliqueSet", "metadata": {"name": "gsc", "namespace": self.ns}}
+        )
+        assert pcs is not None
+        template = pcs["spec"]["template"]
+        for clique in template["cliques"]:
+            if clique["name"] in ("frontend", "prefill"):
+                spec = {k: clique["spec"][k] for k in ("roleName", "replicas", "podSpec")}
+                self.kube.apply(
+                    {**self.stub("PodClique", clique["name"]), "spec": spec}, manager="grove-operator"
+                )
+        (group,) = template["podCliqueScalingGroups"]
+        spec = {"cliqueNames": group["cliqueNames"], "replicas": group["replicas"]}
+        self.kube.apply(
+            {**self.stub("PodCliqueScalingGroup", "decode"), "spec": spec}, manager="grove-operator"
+        )
+
+    def scale_by_hand(self, kind: str, component: str, replicas: int, manager: str) -> None:
+        meta = self.stub(kind, component)["metadata"]
+        path = self.kube.resource(GROVE, kind).path(self.ns, meta["name"]) + "/scale"
+        self.kube.request(
+            "PATCH", path, body={"spec": {"replicas": replicas}}, params={"fieldManager": manager},
+            content_type="application/merge-patch+json",
+        )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
+    project = copy_project(tmp_path_factory.mktemp("gsc"))
+    shutil.copytree(REPO / "stacks" / "crds", project / "stacks" / "crds")
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+        r = Rig(project, cluster, kube)
+        r.up()
+        r.play_grove()
+        yield r
+        r.stack.destroy(on_output=lambda _: None)
+
+
+def scale_requests(cluster: LocalCluster, since: int) -> list[tuple[str, str]]:
+    return [
+        (e["verb"], e["requestURI"].split("?")[0])
+        for e in cluster.audit_events(USER_AGENT)[since:]
+        if e["requestURI"].split("?")[0].endswith("/scale") and e["verb"] not in ("get", "list", "watch")
+    ]
+
+
+def test_replica_changes_go_through_the_scale_subresource(rig: Rig) -> None:
+    assert (rig.replicas("PodClique", "frontend"), rig.replicas("PodCliqueScalingGroup", "decode")) == (1, 1)
+    before = len(rig.cluster.audit_events(USER_AGENT))
+    rig.graph.write_text(GRAPH.replace("replicas: 1\n      podTemplate", "replicas: 2\n      podTemplate", 1))
+    rig.graph.write_text(
+        rig.graph.read_text().replace(
+            "      replicas: 1\n      multinode", "      replicas: 3\n      multinode"
+        )
+    )
+    rig.up()
+    assert rig.replicas("PodClique", "frontend") == 2
+    assert rig.replicas("PodCliqueScalingGroup", "decode") == 3
+    writes = scale_requests(rig.cluster, before)
+    base = f"/apis/{GROVE}/namespaces/{rig.ns}"
+    assert sorted(writes) == [
+        ("patch", f"{base}/podcliques/gsc-0-frontend/scale"),
+        ("patch", f"{base}/podcliquescalinggroups/gsc-0-decode/scale"),
+    ]
+    # The PodCliqueSet's template says the same (what a re-created clique would start from).
+    pcs = rig.kube.get(
+        {"apiVersion": GROVE, "kind": "PodCliqueSet", "metadata": {"name": "gsc", "namespace": rig.ns}}
+    )
+    assert pcs is not None
+    template = pcs["spec"]["template"]
+    assert next(c for c in template["cliques"] if c["name"] == "frontend")["spec"]["replicas"] == 2
+    assert template["podCliqueScalingGroups"][0]["replicas"] == 3
+
+
+def test_autoscaled_component_is_never_scaled(rig: Rig) -> None:
+    rig.scale_by_hand("PodClique", "prefill", 4, "horizontal-pod-autoscaler")
+    text = rig.graph.read_text()
+    rig.graph.write_text(
+        text.replace("replicas: 1\n      scalingAdapter", "replicas: 2\n      scalingAdapter")
+    )
+    before = len(rig.cluster.audit_events(USER_AGENT))
+    rig.up()
+    assert rig.replicas("PodClique", "prefill") == 4
+    assert [w for w in scale_requests(rig.cluster, before) if "prefill" in w[1]] == []
+    rig.graph.write_text(text)
+    rig.up()
+    assert rig.replicas("PodClique", "prefill") == 4
+
+
+def test_hand_scaling_is_drift_repaired_by_up(rig: Rig) -> None:
+    want = rig.replicas("PodClique", "frontend")
+    rig.stack.refresh(on_output=lambda _: None)  # statuses now see the cliques created after `up`
+    rig.scale_by_hand("PodClique", "frontend", want + 5, "kubectl")
+    refresh = rig.stack.refresh(on_output=lambda _: None)
+    assert refresh.summary.resource_changes and refresh.summary.resource_changes.get("update") == 1
+    preview = rig.stack.preview(on_output=lambda _: None)
+    assert preview.change_summary.get("update") == 1
+    rig.up()
+    assert rig.replicas("PodClique", "frontend") == want
+    assert set(rig.stack.preview(on_output=lambda _: None).change_summary) == {"same"}
