@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NoReturn
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import DynamoGraphDeployment, load_graph
-from components.platform import Platform
+from components.platform import Platform, read_ownership
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import PlatformOptions
+from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render import render_graph
 
 config = pulumi.Config("dynamo-infra")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     raise pulumi.RunError(message)
 
 
@@ -32,16 +34,18 @@ except DynamoValidationError as e:
     fail(str(e))
 
 kubeconfig_path = config.get("kubeconfigPath")
-kubeconfig: pulumi.Input[str]
-if config.get_secret("kubeconfig") is not None:
-    kubeconfig = config.require_secret("kubeconfig")
+kubeconfig_text = config.get("kubeconfig")
+if kubeconfig_text is not None:
+    kubeconfig_key = "dynamo-infra:kubeconfig"
 elif kubeconfig_path:
+    kubeconfig_key = "dynamo-infra:kubeconfigPath"
     path = Path(kubeconfig_path).expanduser()
     if not path.exists():
-        fail(f"dynamo-infra:kubeconfigPath: {path} does not exist (is the cluster up?)")
-    kubeconfig = pulumi.Output.secret(path.read_text())
+        fail(f"{kubeconfig_key}: {path} does not exist (is the cluster up?)")
+    kubeconfig_text = path.read_text()
 else:
     fail("set dynamo-infra:kubeconfig (secret content) or dynamo-infra:kubeconfigPath")
+kubeconfig: pulumi.Input[str] = pulumi.Output.secret(kubeconfig_text)
 context = config.get("context")
 # Opt-in: `pulumi destroy` also deletes the claims (and the data) the graphs created.
 delete_pvcs_on_destroy = config.get_bool("deletePvcsOnDestroy") or False
@@ -58,11 +62,20 @@ for i, source in enumerate(config.get_object("graphs") or []):
 keeps_claims = any(
     r.pvcs or r.required_pvcs for r in (render_graph(d, options, options.namespace) for d in dgds)
 )
+# The stack creates (and may delete) the namespace and service accounts only if they are absent or
+# its own; those of a user or another stack are used as they are.
+try:
+    ownership = read_ownership(
+        kubeconfig_text, context, options.namespace, f"{pulumi.get_project()}/{pulumi.get_stack()}"
+    )
+except (KubeError, ValueError) as e:
+    fail(f"{kubeconfig_key}: cannot read namespace {options.namespace}: {e}")
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
 platform = Platform(
     "platform",
     namespace=options.namespace,
     provider=provider,
+    ownership=ownership,
     keep_namespace=keeps_claims,
     crds=platform_options.install_crds,
     device_class=options.dra.device_class if platform_options.creates_device_class(options) else None,

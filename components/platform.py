@@ -1,6 +1,8 @@
 """Platform: the cluster layer the operator's Helm chart (and its dependencies) would install.
 
-The namespace; the service accounts (with their RBAC) that planner and EPP pods run as; optionally
+The namespace and the service accounts are created and deleted by the stack that created them
+(annotation OWNER_ANNOTATION); one that already exists and belongs to a user or another stack is
+used as it is, never modified nor deleted (see `owned_by`). The service accounts (with their RBAC) that planner and EPP pods run as; optionally
 the third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
 
 CRDs are never deleted by `pulumi destroy` (`retain_on_delete`): deleting a CRD deletes every custom
@@ -11,6 +13,7 @@ holds no data and is deleted with the stack.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +21,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import KubeClient, Obj
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
@@ -34,6 +39,9 @@ CLUSTER_FIELD_MANAGER = "dynamo-infra-platform"
 FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
 # Labels on what the platform layer creates.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
+# On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
+# that manages (and may delete) them.
+OWNER_ANNOTATION = "dynamo-infra.io/owner-stack"
 
 # What the planner reads and scales: pods and metrics endpoints, Dynamo graphs and their adapters.
 PLANNER_RULES = [
@@ -64,6 +72,14 @@ EPP_RULES = [
     },
     {"apiGroups": ["nvidia.com"], "resources": ["dynamoworkermetadatas"], "verbs": ["get", "list", "watch"]},
 ]
+
+
+# The service accounts graphs' pods run as, with their rules.
+PLATFORM_RULES: Mapping[str, list[dict[str, Any]]] = {
+    PLANNER_SERVICE_ACCOUNT: PLANNER_RULES,
+    EPP_SERVICE_ACCOUNT: EPP_RULES,
+}
+PLATFORM_ACCOUNTS = frozenset(PLATFORM_RULES)
 
 
 def without_descriptions(schema: Any) -> Any:
@@ -141,6 +157,53 @@ def crd_documents(crd_dir: Path, crd_set: str) -> list[dict[str, Any]]:
     return docs
 
 
+def owned_by(live: Obj | None, stack: str) -> bool:
+    """Whether `stack` manages this namespace-level object: it does not exist yet (the stack creates
+    it), the stack created it, or dynamo-infra created it before owners were recorded. Anyone else's
+    (a user's, another stack's) is only used."""
+    if live is None:
+        return True
+    meta = live.get("metadata") or {}
+    owner = (meta.get("annotations") or {}).get(OWNER_ANNOTATION)
+    if owner is not None:
+        return bool(owner == stack)
+    managed_by = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by")
+    return bool(managed_by == MANAGED_BY["app.kubernetes.io/managed-by"])
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What of the platform's namespace-level objects one stack manages."""
+
+    # `<project>/<stack>`.
+    stack: str
+    namespace: bool = True
+    # Service accounts (each with its Role and RoleBinding) the stack manages.
+    accounts: frozenset[str] = PLATFORM_ACCOUNTS
+
+
+def read_ownership(kubeconfig: str, context: str | None, namespace: str, stack: str) -> Ownership:
+    """Ownership from the cluster as it is when the program runs (a few GETs)."""
+    with KubeClient(connection.load(kubeconfig, context)) as client:
+        live_ns = client.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        accounts = frozenset(
+            a
+            for a in PLATFORM_ACCOUNTS
+            if live_ns is None
+            or owned_by(
+                client.get(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "ServiceAccount",
+                        "metadata": {"name": a, "namespace": namespace},
+                    }
+                ),
+                stack,
+            )
+        )
+    return Ownership(stack, owned_by(live_ns, stack), accounts)
+
+
 def device_class_manifest(name: str) -> dict[str, Any]:
     """The DRA DeviceClass graphs' ResourceClaimTemplates request: every device of the GPU driver."""
     return {
@@ -152,7 +215,9 @@ def device_class_manifest(name: str) -> dict[str, Any]:
 class Platform(pulumi.ComponentResource):
     """Namespace, planner/EPP service accounts, and optionally third-party CRDs and the DRA DeviceClass.
 
-    `keep_namespace` retains the namespace on destroy (it holds claims whose data is kept);
+    `ownership` says which of the namespace and service accounts this stack creates and owns; the
+    others exist already and belong to a user or another stack: untouched and never deleted.
+    `keep_namespace` retains an owned namespace on destroy (it holds claims whose data is kept);
     `crds` names shipped CRD sets (folders of `crd_dir`), retained on destroy; `device_class` names
     the DeviceClass to create (None: none).
     """
@@ -163,6 +228,7 @@ class Platform(pulumi.ComponentResource):
         *,
         namespace: str,
         provider: k8s.Provider,
+        ownership: Ownership,
         keep_namespace: bool = False,
         crds: Sequence[str] = (),
         crd_dir: Path = DEFAULT_CRD_DIR,
@@ -171,17 +237,25 @@ class Platform(pulumi.ComponentResource):
     ) -> None:
         super().__init__(PLATFORM_TYPE, name, None, opts)
         child = pulumi.ResourceOptions(parent=self, provider=provider)
-        self.namespace = k8s.core.v1.Namespace(
-            "namespace",
-            metadata={"name": namespace, "labels": MANAGED_BY},
-            opts=pulumi.ResourceOptions.merge(
-                child,
-                # Stacks from before the platform layer had the namespace at the top level.
-                pulumi.ResourceOptions(
-                    retain_on_delete=keep_namespace,
-                    aliases=[pulumi.Alias(name="namespace", parent=pulumi.ROOT_STACK_RESOURCE)],
+        self.namespace = (
+            k8s.core.v1.Namespace(
+                "namespace",
+                metadata={
+                    "name": namespace,
+                    "labels": MANAGED_BY,
+                    "annotations": {OWNER_ANNOTATION: ownership.stack},
+                },
+                opts=pulumi.ResourceOptions.merge(
+                    child,
+                    # Stacks from before the platform layer had the namespace at the top level.
+                    pulumi.ResourceOptions(
+                        retain_on_delete=keep_namespace,
+                        aliases=[pulumi.Alias(name="namespace", parent=pulumi.ROOT_STACK_RESOURCE)],
+                    ),
                 ),
-            ),
+            )
+            if ownership.namespace
+            else None
         )
         retained = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=True))
         docs = [doc for crd_set in crds for doc in crd_documents(crd_dir, crd_set)]
@@ -203,14 +277,18 @@ class Platform(pulumi.ComponentResource):
             if device_class
             else None
         )
-        in_ns = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(depends_on=[self.namespace]))
+        in_ns = pulumi.ResourceOptions.merge(
+            child, pulumi.ResourceOptions(depends_on=[self.namespace] if self.namespace else [])
+        )
         self.service_accounts = [
-            self._account(account, rules, namespace, in_ns)
-            for account, rules in ((PLANNER_SERVICE_ACCOUNT, PLANNER_RULES), (EPP_SERVICE_ACCOUNT, EPP_RULES))
+            self._account(account, rules, namespace, ownership.stack, in_ns)
+            for account, rules in PLATFORM_RULES.items()
+            if account in ownership.accounts
         ]
         self.register_outputs(
             {
                 "namespace": namespace,
+                "namespaceOwned": self.namespace is not None,
                 "crds": self.crd_names,
                 "deviceClass": device_class,
             }
@@ -218,9 +296,13 @@ class Platform(pulumi.ComponentResource):
 
     @staticmethod
     def _account(
-        account: str, rules: Sequence[Mapping[str, object]], namespace: str, opts: pulumi.ResourceOptions
+        account: str,
+        rules: Sequence[Mapping[str, object]],
+        namespace: str,
+        stack: str,
+        opts: pulumi.ResourceOptions,
     ) -> pulumi.Resource:
-        meta = {"namespace": namespace, "labels": MANAGED_BY}
+        meta = {"namespace": namespace, "labels": MANAGED_BY, "annotations": {OWNER_ANNOTATION: stack}}
         sa = k8s.core.v1.ServiceAccount(account, metadata={"name": account, **meta}, opts=opts)
         role = k8s.rbac.v1.Role(account, metadata={"name": account, **meta}, rules=rules, opts=opts)
         k8s.rbac.v1.RoleBinding(

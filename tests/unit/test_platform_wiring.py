@@ -35,13 +35,14 @@ def mocks(event_loop_for_mocks: None) -> Mocks:
 def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components.platform import Platform
+    from components.platform import Ownership, Platform
 
     provider = k8s.Provider("p", kubeconfig="kc")
     platform = Platform(
         "platform",
         namespace="ns",
         provider=provider,
+        ownership=Ownership("dynamo-infra/local"),
         crds=["keda"],
         crd_dir=REPO / "stacks" / "crds",
         device_class="gpu.example.com",
@@ -57,8 +58,10 @@ def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
         assert dc["metadata"]["name"] == "gpu.example.com"
         assert dc["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
         assert platform.crd_names == ["scaledobjects.keda.sh"]
+        ns = by_type[("kubernetes:core/v1:Namespace", "namespace")]
+        assert ns["metadata"]["annotations"] == {"dynamo-infra.io/owner-stack": "dynamo-infra/local"}
 
-    assert platform.device_class is not None
+    assert platform.device_class is not None and platform.namespace is not None
     created = [platform.namespace, platform.device_class, *platform.crds, *platform.service_accounts]
     return pulumi.Output.all(*[r.urn for r in created]).apply(check)
 
@@ -69,3 +72,45 @@ def test_missing_objects_make_a_component_not_ready() -> None:
     assert not status.ready and status.reason == REASON_NOT_CREATED
     assert "grove.io/v1alpha1/PodClique/ns/c does not exist yet" in status.message
     assert observed_status({"v1/Service/ns/s": service}).ready
+
+
+@pulumi.runtime.test
+def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components.platform import Ownership, Platform
+    from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+
+    theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}))
+    platform = Platform(
+        "platform", namespace="team", provider=k8s.Provider("p", kubeconfig="kc"), ownership=theirs
+    )
+    assert platform.namespace is None
+
+    def check(_: object) -> None:
+        kinds = [r.typ for r in mocks.resources]
+        assert "kubernetes:core/v1:Namespace" not in kinds
+        accounts = [
+            r.inputs["metadata"] for r in mocks.resources if r.typ == "kubernetes:core/v1:ServiceAccount"
+        ]
+        assert [a["name"] for a in accounts] == [PLANNER_SERVICE_ACCOUNT]
+        assert accounts[0]["annotations"] == {"dynamo-infra.io/owner-stack": "p/b"}
+
+    return pulumi.Output.all(*[r.urn for r in platform.service_accounts]).apply(check)
+
+
+def test_ownership_of_existing_objects() -> None:
+    from components.platform import owned_by
+
+    def obj(
+        labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        return {"metadata": {"name": "team", "labels": labels or {}, "annotations": annotations or {}}}
+
+    mine = {"dynamo-infra.io/owner-stack": "p/a"}
+    ours = {"app.kubernetes.io/managed-by": "dynamo-infra"}
+    assert owned_by(None, "p/a")  # absent: the stack creates it
+    assert owned_by(obj(ours, mine), "p/a")
+    assert not owned_by(obj(ours, mine), "p/b")  # another stack's
+    assert not owned_by(obj({"team": "x"}), "p/a")  # a user's
+    assert owned_by(obj(ours), "p/a")  # created by dynamo-infra before owners were recorded
