@@ -220,6 +220,30 @@ def build_kwok(g: Group, src: Path, logfile: Path) -> None:
         shutil.copyfile(f, stages / f.name)
 
 
+# The LWS module's webhook registrations and the JSON patches its kustomization applies to them.
+LWS_WEBHOOK_FILES = ("manifests.yaml", "mutating-patch.yaml", "validating-patch.yaml")
+
+
+def build_lws(g: Group, src: Path, logfile: Path) -> None:
+    """The LeaderWorkerSet controller manager (controllers and webhooks in one binary)."""
+    _wrapper(src, "dynamo-infra.local/toolchain/lws", "1.26", [], logfile)
+    _run(["go", "get", f"sigs.k8s.io/lws@v{g.version}"], src, logfile)
+    g.bin_dir.mkdir(parents=True, exist_ok=True)
+    version_flag = f"-X sigs.k8s.io/lws/pkg/version.GitVersion=v{g.version}"
+    _go_build(src, logfile, g.bin_dir / "lws-controller-manager", "sigs.k8s.io/lws/cmd", version_flag)
+    # Its webhook registrations (and the kustomize patches scoping the pod webhooks) ship in the module.
+    mod = _module_dir(src, logfile, f"sigs.k8s.io/lws@v{g.version}")
+    webhook = g.folder / "webhook"
+    webhook.mkdir(exist_ok=True)
+    for name in LWS_WEBHOOK_FILES:
+        f = mod / "config" / "webhook" / name
+        if not f.exists():
+            raise BuildError(
+                f"LWS webhook file config/webhook/{name} missing from sigs.k8s.io/lws@v{g.version}"
+            )
+        shutil.copyfile(f, webhook / name)
+
+
 def build_pulumi(g: Group, src: Path, logfile: Path) -> None:
     ver = g.version
     _wrapper(
@@ -329,6 +353,13 @@ def groups() -> list[Group]:
             ("pulumi", "pulumi-resource-pulumi-python", "pulumi-language-python-exec"),
             None,
             build_pulumi,
+        ),
+        Group(
+            "lws",
+            v["lws"]["version"],
+            ("lws-controller-manager",),
+            None,  # never found on PATH: always our build
+            build_lws,
         ),
         Group(
             "kwok",
@@ -467,6 +498,11 @@ def install_plugins(pulumi_home: Path) -> None:
 
 def kwok_stages() -> Path:
     return next(g for g in groups() if g.name == "kwok").folder / "stages"
+
+
+def lws_webhooks() -> Path:
+    """Folder of LWS_WEBHOOK_FILES, copied from the LWS module by its build."""
+    return next(g for g in groups() if g.name == "lws").folder / "webhook"
 
 
 def main(argv: list[str] | None = None) -> int:
