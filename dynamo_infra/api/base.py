@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import math
 import re
+import types
 import typing
-import warnings
 from typing import Any, ClassVar, Self
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from dynamo_infra.api.errors import DynamoValidationError, DynamoWarning, Problem, join_path, path_of
+from dynamo_infra.api.errors import (
+    REQUIRED,
+    UNKNOWN_FIELD,
+    DynamoValidationError,
+    Problem,
+    constraint_message,
+    join_path,
+    kind_of,
+    path_of,
+    split_unknown,
+    type_message,
+    warn_unknown,
+)
 
 # Kubernetes sub-objects (pod specs, containers, probes, env, volumes, resources) are kept as the
 # plain dicts the user wrote; they are checked against the CRD's own OpenAPI schema, not re-typed.
 KubeObject = dict[str, Any]
-
-UNKNOWN_FIELD = "unknown field"
-# Kubernetes resource.Quantity as the CRDs spell it (int-or-string with this pattern).
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-
-
-def quantity_message(value: object) -> str:
-    return f"must be a quantity such as 500m, 2Gi or 1 (got {value!r})"
 
 
 class DynamoModel(BaseModel):
@@ -54,10 +58,9 @@ class DynamoModel(BaseModel):
         if problems:
             raise DynamoValidationError(problems)
         problems = _model_problems(cls, data)
-        unknown = [p for p in problems if p.message == UNKNOWN_FIELD]
+        known, unknown = split_unknown(problems)
         if lenient and unknown:
-            problems = [p for p in problems if p.message != UNKNOWN_FIELD]
-            data = strip_unknown(cls, data)
+            problems, data = known, strip_unknown(cls, data)
         if kube_schema:
             problems += cls._extra_problems(data, lenient=lenient)
         if problems:
@@ -111,34 +114,33 @@ def _model_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
     return []
 
 
-def warn_unknown(unknown: list[Problem]) -> None:
-    """Report tolerated unknown fields (lenient mode)."""
-    for p in unknown:
-        warnings.warn(f"{p.path}: unknown field ignored", DynamoWarning, stacklevel=3)
-
-
-_TYPE_NAMES: dict[str, str] = {
-    "int_type": "an integer",
-    "int_parsing": "an integer",
-    "int_from_float": "an integer",
-    "string_type": "a string",
-    "bool_type": "a boolean",
-    "bool_parsing": "a boolean",
-    "float_type": "a number",
-    "float_parsing": "a number",
-    "dict_type": "a mapping",
-    "list_type": "a list",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
+# pydantic error types of a wrong type, by the JSON type wanted.
+_WANTED_TYPE = {
+    t: want
+    for want, names in {
+        "integer": ("int_type", "int_parsing", "int_from_float"),
+        "string": ("string_type",),
+        "boolean": ("bool_type", "bool_parsing"),
+        "number": ("float_type", "float_parsing"),
+        "object": ("dict_type", "model_type", "model_attributes_type"),
+        "array": ("list_type",),
+    }.items()
+    for t in names
 }
-
-
-def kind_of(value: Any) -> str:
-    """The YAML-level kind of a value, for messages: `(got string)`."""
-    if value is None:
-        return "null"
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
-    return names.get(type(value), type(value).__name__)
+# pydantic error types of a failed constraint: the check and the context key of its limit.
+_CHECKS = {
+    "greater_than_equal": ("ge", "ge"),
+    "greater_than": ("gt", "gt"),
+    "less_than_equal": ("le", "le"),
+    "less_than": ("lt", "lt"),
+    "literal_error": ("enum", "expected"),
+    "enum": ("enum", "expected"),
+    "string_pattern_mismatch": ("pattern", "pattern"),
+    "string_too_short": ("min_length", "min_length"),
+    "string_too_long": ("max_length", "max_length"),
+    "too_short": ("min_items", "min_length"),
+    "too_long": ("max_items", "max_length"),
+}
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -182,27 +184,12 @@ def _message(err: Any) -> str:
     if t == "extra_forbidden":
         return UNKNOWN_FIELD
     if t == "missing":
-        return "required field is missing"
-    if t in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
-        op = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤", "less_than": "<"}[t]
-        bound = next(iter(ctx.values()))
-        return f"must be {op} {bound} (got {value!r})"
-    if t in ("literal_error", "enum"):
-        return f"must be one of {ctx.get('expected', '')} (got {value!r})"
-    if t == "string_pattern_mismatch" and ctx.get("pattern") == QUANTITY_PATTERN:
-        return quantity_message(value)
-    if t == "string_pattern_mismatch":
-        return f"must match {ctx.get('pattern')} (got {value!r})"
-    if t == "string_too_short":
-        return f"must be at least {ctx.get('min_length')} characters long (got {value!r})"
-    if t == "string_too_long":
-        return f"must be at most {ctx.get('max_length')} characters long"
-    if t == "too_long":
-        return f"must have at most {ctx.get('max_length')} items (got {ctx.get('actual_length')})"
-    if t == "too_short":
-        return f"must have at least {ctx.get('min_length')} items (got {ctx.get('actual_length')})"
-    if t in _TYPE_NAMES:
-        return f"must be {_TYPE_NAMES[t]} (got {kind_of(value)})"
+        return REQUIRED
+    if t in _CHECKS:
+        check, key = _CHECKS[t]
+        return constraint_message(check, ctx.get(key, ""), value)
+    if t in _WANTED_TYPE:
+        return type_message([_WANTED_TYPE[t]], value)
     if t == "value_error":
         return str(ctx.get("error", err["msg"]))
     return str(err["msg"])
@@ -226,23 +213,30 @@ def strip_unknown(model: type[BaseModel], data: Any) -> Any:
 
 
 def _strip_value(annotation: Any, value: Any) -> Any:
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Annotated:
-        return _strip_value(args[0], value)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return strip_unknown(annotation, value)
+    ann = unwrap(annotation)
+    origin, args = typing.get_origin(ann), typing.get_args(ann)
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return strip_unknown(ann, value)
     if origin is list and args and isinstance(value, list):
         return [_strip_value(args[0], v) for v in value]
     if origin is dict and len(args) == 2 and isinstance(value, dict):
         return {k: _strip_value(args[1], v) for k, v in value.items()}
-    if origin is not None and args:  # Optional / Union
-        for a in args:
-            if typing.get_origin(a) in (list, dict, typing.Annotated) or (
-                isinstance(a, type) and issubclass(a, BaseModel)
-            ):
-                return _strip_value(a, value)
     return value
+
+
+def unwrap(annotation: Any) -> Any:
+    """`X | None` and `Annotated[X, ...]` -> X (other unions are kept)."""
+    while True:
+        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+        if origin is typing.Annotated:
+            annotation = args[0]
+        elif origin in (typing.Union, types.UnionType):
+            rest = [a for a in args if a is not type(None)]
+            if len(rest) != 1:
+                return annotation
+            annotation = rest[0]
+        else:
+            return annotation
 
 
 class ObjectMeta(DynamoModel):

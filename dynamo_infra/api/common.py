@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from dynamo_infra.api.base import QUANTITY_PATTERN, ApiModel, KubeObject
+from dynamo_infra.api.base import ApiModel, KubeObject
+from dynamo_infra.api.errors import QUANTITY_PATTERN
 
 GROUP = "nvidia.com"
 # The container of a pod template that runs the Dynamo runtime.

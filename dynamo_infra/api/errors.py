@@ -1,7 +1,9 @@
-"""One error type for every problem found in user input, each with its field path."""
+"""One error type for every problem found in user input, each with its field path, and the wording
+shared by the pydantic checks and the CRD-schema checks."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,3 +65,66 @@ def join_path(*parts: str | int) -> str:
 
 def path_of(loc: Sequence[Any]) -> str:
     return join_path(*(p if isinstance(p, int) else str(p) for p in loc))
+
+
+# Wording shared by the pydantic checks (`base`) and the CRD-schema checks (`kube`).
+UNKNOWN_FIELD = "unknown field"
+REQUIRED = "required field is missing"
+# Kubernetes resource.Quantity as the CRDs spell it (int-or-string with this pattern).
+QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+# JSON Schema type names as messages say them.
+TYPE_WORDS = {
+    "integer": "an integer",
+    "string": "a string",
+    "object": "a mapping",
+    "array": "a list",
+    "boolean": "a boolean",
+    "number": "a number",
+    "null": "null",
+}
+# A failed constraint, by check: `limit` is the schema's bound, pattern, length or allowed values.
+_CONSTRAINTS = {
+    "ge": "must be ≥ {limit} (got {got!r})",
+    "gt": "must be > {limit} (got {got!r})",
+    "le": "must be ≤ {limit} (got {got!r})",
+    "lt": "must be < {limit} (got {got!r})",
+    "enum": "must be one of {limit} (got {got!r})",
+    "pattern": "must match {limit} (got {got!r})",
+    "min_length": "must be at least {limit} characters long (got {got!r})",
+    "max_length": "must be at most {limit} characters long",
+    "min_items": "must have at least {limit} items (got {count})",
+    "max_items": "must have at most {limit} items (got {count})",
+}
+
+
+def kind_of(value: Any) -> str:
+    """The YAML-level kind of a value, for messages: `(got string)`."""
+    if value is None:
+        return "null"
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "list", dict: "mapping"}
+    return names.get(type(value), type(value).__name__)
+
+
+def type_message(types: Iterable[str], got: Any) -> str:
+    """`must be an integer or a string (got list)`, from JSON Schema type names."""
+    return f"must be {' or '.join(TYPE_WORDS.get(t, t) for t in types)} (got {kind_of(got)})"
+
+
+def constraint_message(check: str, limit: Any, got: Any) -> str:
+    """The message of a failed constraint (`ge`, `enum`, `pattern`, `max_items`, ...)."""
+    if check == "pattern" and limit == QUANTITY_PATTERN:
+        return f"must be a quantity such as 500m, 2Gi or 1 (got {got!r})"
+    count = len(got) if isinstance(got, list | dict) else got
+    return _CONSTRAINTS[check].format(limit=limit, got=got, count=count)
+
+
+def split_unknown(problems: list[Problem]) -> tuple[list[Problem], list[Problem]]:
+    """(other problems, unknown-field problems)."""
+    unknown = [p for p in problems if p.message == UNKNOWN_FIELD]
+    return [p for p in problems if p.message != UNKNOWN_FIELD], unknown
+
+
+def warn_unknown(unknown: list[Problem]) -> None:
+    """Report tolerated unknown fields (lenient mode)."""
+    for p in unknown:
+        warnings.warn(f"{p.path}: unknown field ignored", DynamoWarning, stacklevel=3)

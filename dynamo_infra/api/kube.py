@@ -18,8 +18,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dynamo_infra.api.base import QUANTITY_PATTERN, UNKNOWN_FIELD, kind_of, quantity_message, warn_unknown
-from dynamo_infra.api.errors import Problem, join_path
+from dynamo_infra.api.base import unwrap
+from dynamo_infra.api.errors import (
+    REQUIRED,
+    UNKNOWN_FIELD,
+    Problem,
+    constraint_message,
+    join_path,
+    split_unknown,
+    type_message,
+    warn_unknown,
+)
 
 # A path pattern into a document: wire keys, "*" (any map value) and "[]" (any list item).
 Pattern = tuple[str, ...]
@@ -27,14 +36,16 @@ ANY_KEY = "*"
 ANY_ITEM = "[]"
 SCHEMA_PACKAGE = "dynamo_infra.api.schemas"
 
-_TYPE_WORDS = {
-    "integer": "an integer",
-    "string": "a string",
-    "object": "a mapping",
-    "array": "a list",
-    "boolean": "a boolean",
-    "number": "a number",
-    "null": "null",
+# jsonschema_rs error kinds of a failed constraint (the kind's `value` is its limit), by check.
+_CHECKS = {
+    "Minimum": "ge",
+    "Maximum": "le",
+    "Enum": "enum",
+    "Pattern": "pattern",
+    "MinLength": "min_length",
+    "MaxLength": "max_length",
+    "MinItems": "min_items",
+    "MaxItems": "max_items",
 }
 
 
@@ -52,22 +63,6 @@ def crd_schema(kind: str, version: str) -> dict[str, Any] | None:
     return loaded
 
 
-def _strip(annotation: Any) -> Any:
-    """`X | None` and `Annotated[X, ...]` -> X."""
-    while True:
-        origin = typing.get_origin(annotation)
-        args = typing.get_args(annotation)
-        if origin is typing.Annotated:
-            annotation = args[0]
-        elif origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-            rest = [a for a in args if a is not type(None)]
-            if len(rest) != 1:
-                return annotation
-            annotation = rest[0]
-        else:
-            return annotation
-
-
 def _is_kube(annotation: Any) -> bool:
     return typing.get_origin(annotation) is dict and typing.get_args(annotation) == (str, Any)
 
@@ -83,12 +78,12 @@ def kube_patterns(model: type[BaseModel]) -> tuple[Pattern, ...]:
 
 
 def _annotation_patterns(annotation: Any) -> list[Pattern]:
-    ann = _strip(annotation)
+    ann = unwrap(annotation)
     origin, args = typing.get_origin(ann), typing.get_args(ann)
     if _is_kube(ann):
         return [()]
     if origin is list and args:
-        item = _strip(args[0])
+        item = unwrap(args[0])
         if _is_kube(item):
             return [()]
         return [(ANY_ITEM, *p) for p in _annotation_patterns(item)]
@@ -157,10 +152,8 @@ def validate(model: type[BaseModel], data: Any, *, lenient: bool = False) -> lis
         for at, value in _matches(data, pattern):
             problems.extend(_problems(validator, at, value))
     if lenient:
-        unknown = [p for p in problems if p.message == UNKNOWN_FIELD]
-        if unknown:
-            warn_unknown(unknown)
-        problems = [p for p in problems if p.message != UNKNOWN_FIELD]
+        problems, unknown = split_unknown(problems)
+        warn_unknown(unknown)
     return problems
 
 
@@ -174,7 +167,7 @@ def _problems(validator: Any, at: tuple[str | int, ...], value: Any) -> Iterator
                 yield Problem(join_path(*where, key), UNKNOWN_FIELD)
             continue
         if kind == "Required":
-            yield Problem(join_path(*where, err.kind.property), "required field is missing")
+            yield Problem(join_path(*where, err.kind.property), REQUIRED)
             continue
         yield Problem(join_path(*where), _message(kind, err, got))
 
@@ -182,30 +175,13 @@ def _problems(validator: Any, at: tuple[str | int, ...], value: Any) -> Iterator
 def _message(kind: str, err: Any, got: Any) -> str:
     k = err.kind
     if kind == "Type":
-        want = " or ".join(_TYPE_WORDS.get(str(t), str(t)) for t in k.types)
-        return f"must be {want} (got {kind_of(got)})"
+        return type_message([str(t) for t in k.types], got)
     if kind == "AnyOf":
         types = sorted(
             {w for sub in k.context for e in sub if type(e.kind).__name__ == "Type" for w in e.kind.types}
         )
         if types:
-            return f"must be {' or '.join(_TYPE_WORDS.get(t, t) for t in types)} (got {kind_of(got)})"
-    if kind == "Pattern":
-        if k.pattern == QUANTITY_PATTERN:
-            return quantity_message(got)
-        return f"must match {k.pattern} (got {got!r})"
-    if kind == "Enum":
-        return f"must be one of {list(k.options)} (got {got!r})"
-    if kind == "Minimum":
-        return f"must be ≥ {k.limit} (got {got!r})"
-    if kind == "Maximum":
-        return f"must be ≤ {k.limit} (got {got!r})"
-    if kind == "MinLength":
-        return f"must be at least {k.limit} characters long (got {got!r})"
-    if kind == "MaxLength":
-        return f"must be at most {k.limit} characters long"
-    if kind == "MaxItems":
-        return f"must have at most {k.limit} items (got {len(got)})"
-    if kind == "MinItems":
-        return f"must have at least {k.limit} items (got {len(got)})"
+            return type_message(types, got)
+    if kind in _CHECKS:
+        return constraint_message(_CHECKS[kind], k.value, got)
     return str(err.message)
