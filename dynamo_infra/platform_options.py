@@ -16,9 +16,9 @@ from dynamo_infra.api.base import DynamoModel
 from dynamo_infra.api.errors import DynamoValidationError, Problem
 from dynamo_infra.config import ClusterOptions
 
-CrdSet = Literal["grove", "lws", "keda", "istio"]
+CrdSet = Literal["grove", "lws", "keda", "istio", "inference"]
 # Every CRD set the project ships, in the order they are installed.
-CRD_SETS: tuple[CrdSet, ...] = ("grove", "lws", "keda", "istio")
+CRD_SETS: tuple[CrdSet, ...] = ("grove", "lws", "keda", "istio", "inference")
 
 
 class PlatformOptions(DynamoModel):

@@ -23,9 +23,14 @@ CRD_DIR = REPO / "stacks" / "crds"
 # Size limit of each shipped CRD file.
 MAX_CRD_FILE_BYTES = 2 * 1024 * 1024
 # API groups served by a shipped CRD set (objects of other non-core groups come with the cluster).
-SET_OF_GROUP = {"grove.io": "grove", "leaderworkerset.x-k8s.io": "lws", "networking.istio.io": "istio"}
-# Groups the example stacks use whose CRDs come with another product (the inference gateway).
-EXTERNAL_GROUPS = {"inference.networking.k8s.io"}
+SET_OF_GROUP = {
+    "grove.io": "grove",
+    "leaderworkerset.x-k8s.io": "lws",
+    "networking.istio.io": "istio",
+    "inference.networking.k8s.io": "inference",
+}
+# Groups the example stacks use whose CRDs come with another product (none: every set is shipped).
+EXTERNAL_GROUPS: set[str] = set()
 # Built-in API groups of the API server.
 BUILTIN_GROUPS = {
     "",
@@ -139,7 +144,7 @@ def platform_problems(data: object, cluster: dict[str, Any] | None = None) -> li
     [
         (
             {"installCrds": ["grove", "gateway"]},
-            "dynamo-infra:platform.installCrds[1]: must be one of 'grove', 'lws', 'keda' or 'istio' (got 'gateway')",
+            "dynamo-infra:platform.installCrds[1]: must be one of 'grove', 'lws', 'keda', 'istio' or 'inference' (got 'gateway')",
         ),
         ({"installCrds": ["lws", "lws"]}, "dynamo-infra:platform.installCrds[1]: 'lws' is listed twice"),
         ({"installCrds": "grove"}, "dynamo-infra:platform.installCrds: must be a list (got string)"),
