@@ -1,0 +1,92 @@
+"""The library as users `pip install` it: a wheel built from the repository, installed on its own
+and used from outside the work tree (package data included: the CRD schemas the API validates with)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+# What a platform repo does with the installed library.
+USER_SCRIPT = """
+import sys
+from pathlib import Path
+import yaml
+import components, dynamo_infra
+from components import DynamoGraphDeployment, load_graph
+from dynamo_infra.api import DynamoValidationError, load_yaml
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.render import render_graph
+
+site = Path(sys.argv[1])
+for module in (components, dynamo_infra):
+    assert Path(module.__file__).is_relative_to(site), module.__file__
+dgd = load_graph(Path(sys.argv[2]))
+rendered = render_graph(dgd, ClusterOptions(), "team")
+print(len(rendered.all_objects()), "objects")
+doc = yaml.safe_load(Path(sys.argv[2]).read_text())
+doc["spec"]["backendFramework"] = "pytorch"
+bad = Path("bad.yaml")
+bad.write_text(yaml.safe_dump(doc))
+try:
+    load_yaml(bad)
+except DynamoValidationError as e:
+    print("rejected:", e)
+else:
+    raise SystemExit("an unknown backendFramework was accepted")
+"""
+
+
+@pytest.fixture(scope="module")
+def wheel(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(repo),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("dynamo_infra-*.whl")
+    return built
+
+
+def test_wheel_holds_both_packages_and_their_data(wheel: Path, repo: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    schemas = {
+        f"dynamo_infra/api/schemas/{p.name}" for p in (repo / "dynamo_infra/api/schemas").glob("*.json")
+    }
+    assert schemas and schemas <= names
+    assert {"dynamo_infra/py.typed", "components/py.typed", "components/graph.py"} <= names
+    assert not [n for n in names if n.startswith(("tests/", "tools/"))]
+
+
+def test_installed_wheel_works_outside_the_work_tree(wheel: Path, corpus: Path, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    graph = next((corpus / "graphs" / "v1beta1").rglob("*.yaml"))
+    out = subprocess.run(
+        [sys.executable, "-c", USER_SCRIPT, str(site), str(graph)],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert " objects" in out.stdout and "spec.backendFramework" in out.stdout, out.stdout
