@@ -264,7 +264,8 @@ class ObjectMeta(DynamoModel):
 class Resource(ApiModel):
     """A top-level custom resource: apiVersion, kind, metadata, spec and (read-only) status.
 
-    Subclasses set `API_VERSION`/`KIND` and type `spec`/`status`.
+    Subclasses type `spec`/`status` and pin `api_version`/`kind` as `Literal` fields whose defaults
+    become `API_VERSION`/`KIND`.
     """
 
     API_VERSION: ClassVar[str]
@@ -273,6 +274,14 @@ class Resource(ApiModel):
     api_version: str
     kind: str
     metadata: ObjectMeta = ObjectMeta()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        for attr, field in (("API_VERSION", "api_version"), ("KIND", "kind")):
+            default = cls.model_fields[field].default
+            if isinstance(default, str):
+                setattr(cls, attr, default)
 
     @property
     def name(self) -> str:

@@ -37,8 +37,25 @@ LABEL_KEY_PATTERN = (
 # Longest label-key prefix (a DNS subdomain) the CRD allows.
 LABEL_KEY_PREFIX_MAX = 253
 
+# Fewest nodes a multinode component may span.
+MIN_NODE_COUNT = 2
+
 ComponentKind = Literal["PodClique", "PodCliqueScalingGroup", "Deployment", "LeaderWorkerSet"]
 DGDState = Literal["initializing", "pending", "successful", "failed"]
+
+
+class Multinode(ApiModel):
+    node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
+
+
+def check_min_available(min_available: int | None, replicas: int | None) -> None:
+    """CRD rule: minAvailable ≤ replicas (default 1) unless replicas is 0."""
+    if (
+        min_available is not None
+        and replicas != 0
+        and min_available > (replicas if replicas is not None else 1)
+    ):
+        raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
 
 
 class TopologyConstraint(ApiModel):
@@ -191,3 +208,20 @@ class RestartStatus(ApiModel):
     observed_id: str | None = Field(default=None, alias="observedID")
     phase: str | None = None
     in_progress: list[str] | None = None
+
+
+class RollingUpdateStatusBase(ApiModel):
+    phase: Literal["Pending", "InProgress", "Completed", "Failed", ""] | None = None
+    start_time: str | None = None
+    end_time: str | None = None
+
+
+class GraphStatusBase(ApiModel):
+    """DGD status fields of both versions; each adds its per-component replicas and rolling update."""
+
+    state: DGDState = "initializing"
+    observed_generation: int | None = None
+    conditions: list[KubeObject] | None = None
+    checkpoints: dict[str, CheckpointStatus] | None = None
+    placement: PlacementStatus | None = None
+    restart: RestartStatus | None = None

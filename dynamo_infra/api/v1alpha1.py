@@ -9,7 +9,7 @@ CRD's own OpenAPI schema (see `dynamo_infra.api.kube`).
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar, Final, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -18,33 +18,37 @@ from dynamo_infra.api.common import (
     BackendFramework,
     CheckpointBase,
     CheckpointIdentity,
-    CheckpointStatus,
     DGDExperimental,
-    DGDState,
     Domain,
     EPPConfig,
     GMSBase,
+    GraphStatusBase,
+    Multinode,
     NonEmpty,
     NonNegInt32,
-    PlacementStatus,
     PosInt32,
     Quantity,
     QuantityString,
     ReplicaStatus,
     Restart,
-    RestartStatus,
+    RollingUpdateStatusBase,
     RuntimeVersion,
     TopologyConstraint,
+    check_min_available,
 )
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 GMSMode = Literal["intraPod", "interPod"]
 # Default GPU memory service / failover mode in v1alpha1 spelling.
 DEFAULT_GMS_MODE: GMSMode = "intraPod"
-# Fewest nodes a multinode component may span.
-MIN_NODE_COUNT = 2
 # Most PVCs a graph may declare.
 MAX_PVCS = 100
+
+
+class V1alpha1Resource(Resource):
+    """A custom resource in nvidia.com/v1alpha1."""
+
+    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
 
 
 class ResourceItem(ApiModel):
@@ -68,10 +72,6 @@ class Resources(ApiModel):
     requests: ResourceItem | None = None
     limits: ResourceItem | None = None
     claims: list[ResourceClaim] | None = None
-
-
-class Multinode(ApiModel):
-    node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
 
 
 def quantity_sign(q: str | int) -> int:
@@ -239,16 +239,6 @@ class ModelReference(ApiModel):
     revision: str | None = None
 
 
-def check_min_available(min_available: int | None, replicas: int | None) -> None:
-    """CRD rule: minAvailable ≤ replicas (default 1) unless replicas is 0."""
-    if (
-        min_available is not None
-        and replicas != 0
-        and min_available > (replicas if replicas is not None else 1)
-    ):
-        raise ValueError("minAvailable must be less than or equal to replicas unless replicas is 0")
-
-
 class GraphTopologyConstraint(ApiModel):
     """Graph-level topology: the ClusterTopology to use (`topologyProfile`) and a default pack domain."""
 
@@ -273,31 +263,18 @@ class ServiceReplicaStatus(ReplicaStatus):
     component_name: str
 
 
-class RollingUpdateStatus(ApiModel):
-    phase: Literal["Pending", "InProgress", "Completed", "Failed", ""] | None = None
-    start_time: str | None = None
-    end_time: str | None = None
+class RollingUpdateStatus(RollingUpdateStatusBase):
     updated_services: list[str] | None = None
 
 
-class DynamoGraphDeploymentStatus(ApiModel):
-    state: DGDState = "initializing"
-    observed_generation: int | None = None
-    conditions: list[KubeObject] | None = None
+class DynamoGraphDeploymentStatus(GraphStatusBase):
     services: dict[str, ServiceReplicaStatus] | None = None
-    checkpoints: dict[str, CheckpointStatus] | None = None
-    placement: PlacementStatus | None = None
-    restart: RestartStatus | None = None
     rolling_update: RollingUpdateStatus | None = None
 
 
-class DynamoGraphDeployment(Resource):
+class DynamoGraphDeployment(V1alpha1Resource):
     """A Dynamo inference graph (v1alpha1, deprecated in favour of v1beta1; still the storage version)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeployment"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
@@ -314,13 +291,9 @@ class DynamoComponentDeploymentStatus(ApiModel):
     service: ServiceReplicaStatus | None = None
 
 
-class DynamoComponentDeployment(Resource):
+class DynamoComponentDeployment(V1alpha1Resource):
     """One component of a graph, as the operator generates it (v1alpha1)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoComponentDeployment"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
@@ -356,13 +329,9 @@ class DynamoCheckpointStatus(ApiModel):
     conditions: list[KubeObject] | None = None
 
 
-class DynamoCheckpoint(Resource):
+class DynamoCheckpoint(V1alpha1Resource):
     """A reusable checkpoint of a worker's initialized state (short name `dckpt`)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoCheckpoint"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoCheckpoint"] = "DynamoCheckpoint"
     spec: DynamoCheckpointSpec
     status: DynamoCheckpointStatus | None = None
@@ -384,13 +353,9 @@ class ScalingAdapterStatus(ApiModel):
     last_scale_time: str | None = None
 
 
-class DynamoGraphDeploymentScalingAdapter(Resource):
+class DynamoGraphDeploymentScalingAdapter(V1alpha1Resource):
     """The scale subresource of one graph component (v1alpha1 is its storage version)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
     spec: ScalingAdapterSpec
     status: ScalingAdapterStatus | None = None
@@ -422,13 +387,9 @@ class DynamoModelStatus(ApiModel):
     conditions: list[KubeObject] | None = None
 
 
-class DynamoModel(Resource):
+class DynamoModel(V1alpha1Resource):
     """A model (base or LoRA adapter) served by a graph's workers."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoModel"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoModel"] = "DynamoModel"
     spec: DynamoModelSpec
     status: DynamoModelStatus | None = None
@@ -468,13 +429,9 @@ class DynamoGraphDeploymentRequestSpec(ApiModel):
     runtime_version_override: RuntimeVersion | None = None
 
 
-class DynamoGraphDeploymentRequest(Resource):
+class DynamoGraphDeploymentRequest(V1alpha1Resource):
     """Deprecated v1alpha1 profiling request (still served; stored as v1beta1)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
-
-    api_version: Literal["nvidia.com/v1alpha1"] = "nvidia.com/v1alpha1"
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).

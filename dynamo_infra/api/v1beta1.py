@@ -4,7 +4,7 @@ DynamoGraphDeploymentRequest."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
@@ -13,25 +13,24 @@ from dynamo_infra.api.common import (
     MAIN_CONTAINER,
     BackendFramework,
     CheckpointBase,
-    CheckpointStatus,
     DGDExperimental,
-    DGDState,
     Domain,
     EPPConfig,
     GMSBase,
+    GraphStatusBase,
     Int32,
+    Multinode,
     NonEmpty,
     NonNegInt32,
-    PlacementStatus,
     PosInt32,
     Quantity,
     ReplicaStatus,
     Restart,
-    RestartStatus,
+    RollingUpdateStatusBase,
     RuntimeVersion,
     TopologyConstraint,
+    check_min_available,
 )
-from dynamo_infra.api.v1alpha1 import MIN_NODE_COUNT, check_min_available
 
 API_VERSION: Final = "nvidia.com/v1beta1"
 
@@ -47,8 +46,10 @@ DEFAULT_GMS_MODE: GMSMode = "IntraPod"
 VLLM_BACKEND_ANNOTATION = "nvidia.com/vllm-distributed-executor-backend"
 
 
-class Multinode(ApiModel):
-    node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
+class V1beta1Resource(Resource):
+    """A custom resource in nvidia.com/v1beta1."""
+
+    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
 
 
 class ScalingAdapter(ApiModel):
@@ -204,31 +205,18 @@ class DynamoGraphDeploymentSpec(ApiModel):
         return self
 
 
-class RollingUpdateStatus(ApiModel):
-    phase: Literal["Pending", "InProgress", "Completed", "Failed", ""] | None = None
-    start_time: str | None = None
-    end_time: str | None = None
+class RollingUpdateStatus(RollingUpdateStatusBase):
     updated_components: list[str] | None = None
 
 
-class DynamoGraphDeploymentStatus(ApiModel):
-    state: DGDState = "initializing"
-    observed_generation: int | None = None
-    conditions: list[KubeObject] | None = None
+class DynamoGraphDeploymentStatus(GraphStatusBase):
     components: dict[str, ReplicaStatus] | None = None
-    checkpoints: dict[str, CheckpointStatus] | None = None
-    placement: PlacementStatus | None = None
-    restart: RestartStatus | None = None
     rolling_update: RollingUpdateStatus | None = None
 
 
-class DynamoGraphDeployment(Resource):
+class DynamoGraphDeployment(V1beta1Resource):
     """A Dynamo inference graph (v1beta1, the hub version)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeployment"
-
-    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
@@ -253,13 +241,9 @@ class DynamoComponentDeploymentStatus(ApiModel):
     component: ReplicaStatus | None = None
 
 
-class DynamoComponentDeployment(Resource):
+class DynamoComponentDeployment(V1beta1Resource):
     """One component of a graph, as the operator generates it (v1beta1)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoComponentDeployment"
-
-    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
@@ -281,13 +265,9 @@ class ScalingAdapterStatus(ApiModel):
     last_scale_time: str | None = None
 
 
-class DynamoGraphDeploymentScalingAdapter(Resource):
+class DynamoGraphDeploymentScalingAdapter(V1beta1Resource):
     """The scale subresource of one graph component (v1beta1, the hub)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeploymentScalingAdapter"
-
-    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeploymentScalingAdapter"] = "DynamoGraphDeploymentScalingAdapter"
     spec: ScalingAdapterSpec
     status: ScalingAdapterStatus | None = None
@@ -354,13 +334,9 @@ class DynamoGraphDeploymentRequestSpec(ApiModel):
     runtime_version_override: RuntimeVersion | None = None
 
 
-class DynamoGraphDeploymentRequest(Resource):
+class DynamoGraphDeploymentRequest(V1beta1Resource):
     """A request to profile a model and generate (optionally apply) a DGD (v1beta1, storage)."""
 
-    API_VERSION: ClassVar[str] = API_VERSION
-    KIND: ClassVar[str] = "DynamoGraphDeploymentRequest"
-
-    api_version: Literal["nvidia.com/v1beta1"] = "nvidia.com/v1beta1"
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
