@@ -2,7 +2,9 @@
 
 `ClusterOptions()` is the Dynamo operator's default configuration (no Grove, no LWS, no DRA, no
 mesh). `ClusterOptions.parse(data)` / `from_config(data)` also reject contradictory settings, each
-problem naming its config key path (e.g. `multinode.orchestrator`).
+problem naming its config key path (e.g. `multinode.orchestrator`). Settings that are the operator's
+own (discovery, infrastructure addresses, ingress, Istio TLS, the Grove/LWS/DRA switches) use the
+OperatorConfiguration types of `dynamo_infra.api.operatorconfig`, laid out as stacks write them.
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from dynamo_infra.api.base import DynamoModel
-from dynamo_infra.api.errors import Problem
+from dynamo_infra.api import operatorconfig
+from dynamo_infra.api.base import CheckedModel, DynamoModel
+from dynamo_infra.api.errors import Problem, prefixed
+from dynamo_infra.api.operatorconfig import Discovery, Infrastructure, Ingress, Istio, Switch
 
 # Namespace graphs go to when a stack names none.
 DEFAULT_NAMESPACE = "default"
@@ -24,11 +28,6 @@ DEFAULT_AWAIT_TIMEOUT_S = 600
 DEFAULT_CHECKPOINT_TIMEOUT_S = 3600
 # Version the operator's mutating webhook stamps on new DGDs at the parity pin (1.4.x release line).
 DEFAULT_OPERATOR_ORIGIN_VERSION = "1.4.0"
-# Istio ClientTLSSettings mode of the EPP DestinationRule when the stack sets none.
-MeshTLSMode = Literal["SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"]
-DEFAULT_MESH_TLS_MODE: MeshTLSMode = "SIMPLE"
-# Grove keeps a gang this long after it lost its minimum before terminating it (operator default).
-DEFAULT_GROVE_TERMINATION_DELAY = "15m"
 # KAI scheduler queue when neither the stack nor the DGD annotation names one (operator constant).
 DEFAULT_KAI_QUEUE = "dynamo"
 # DRA DeviceClass of the NVIDIA GPU DRA driver (operator and CRD default).
@@ -69,42 +68,6 @@ def go_duration(text: str) -> str:
     return f"{out}{seconds}s"
 
 
-class Infrastructure(DynamoModel):
-    """Addresses injected into every Dynamo container (NATS_SERVER, ETCD_ENDPOINTS, ...)."""
-
-    nats_address: str | None = None
-    etcd_address: str | None = None
-    model_express_url: str | None = None
-    prometheus_endpoint: str | None = None
-
-
-class Discovery(DynamoModel):
-    backend: Literal["kubernetes", "etcd"] = "kubernetes"
-
-
-class Ingress(DynamoModel):
-    """Default ingress of frontends (operator `ingress` config); empty values disable it."""
-
-    controller_class_name: str = ""
-    controller_tls_secret_name: str = ""
-    host_suffix: str = ""
-    virtual_service_gateway: str = ""
-
-    @property
-    def use_virtual_service(self) -> bool:
-        return self.virtual_service_gateway != ""
-
-
-class IstioMesh(DynamoModel):
-    """TLS the mesh uses towards the EPP (DestinationRule `trafficPolicy.tls`)."""
-
-    tls_mode: MeshTLSMode = DEFAULT_MESH_TLS_MODE
-    insecure_skip_verify: bool | None = None
-    client_certificate: str = ""
-    private_key: str = ""
-    ca_certificates: str = ""
-
-
 class ServiceMesh(DynamoModel):
     """`provider: istio` turns on the EPP DestinationRule (the operator's istio gate).
 
@@ -114,7 +77,7 @@ class ServiceMesh(DynamoModel):
 
     provider: Literal["", "none", "istio"] = ""
     gateway: str = ""
-    istio: IstioMesh = IstioMesh()
+    istio: Istio = Istio()
 
     @property
     def istio_enabled(self) -> bool:
@@ -127,24 +90,27 @@ class Multinode(DynamoModel):
     orchestrator: Orchestrator | None = None
 
 
-class Grove(DynamoModel):
-    """Grove (PodCliqueSet) pathway: when enabled, every graph renders as one PodCliqueSet."""
+class Grove(operatorconfig.Grove):
+    """Grove (PodCliqueSet) pathway: when enabled, every graph renders as one PodCliqueSet.
 
-    enabled: bool | None = None
-    termination_delay: str = DEFAULT_GROVE_TERMINATION_DELAY
+    Unset `enabled` follows `multinode.orchestrator` (the operator would auto-detect Grove's API).
+    """
+
     scheduler: GroveScheduler = "default"
     # Default queue of the KAI/Volcano scheduler (a DGD annotation still wins).
     queue: str | None = None
 
 
-class LWS(DynamoModel):
-    """LeaderWorkerSet (with Volcano) for multinode components outside Grove."""
+class LWS(Switch):
+    """LeaderWorkerSet (with Volcano) for multinode components outside Grove; unset `enabled`
+    follows `multinode.orchestrator`."""
 
-    enabled: bool | None = None
 
+class DRA(Switch):
+    """Dynamic Resource Allocation (resource.k8s.io/v1): needed by GPU memory service and failover.
 
-class DRA(DynamoModel):
-    """Dynamic Resource Allocation (resource.k8s.io/v1): needed by GPU memory service and failover."""
+    Off unless enabled: rendering cannot see the cluster's APIs, so nothing is auto-detected.
+    """
 
     enabled: bool = False
     device_class: str = DEFAULT_DEVICE_CLASS
@@ -170,7 +136,7 @@ class AwaitPolicy(DynamoModel):
     timeout_seconds: Annotated[int, Field(ge=1)] = DEFAULT_AWAIT_TIMEOUT_S
 
 
-class ClusterOptions(DynamoModel):
+class ClusterOptions(CheckedModel):
     namespace: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63)] = (
         DEFAULT_NAMESPACE
     )
@@ -268,22 +234,13 @@ class ClusterOptions(DynamoModel):
                     f"{mesh.gateway!r} contradicts ingress.virtualServiceGateway {gw!r}",
                 )
             )
-        if mesh.istio.tls_mode == "MUTUAL":
-            for key in ("client_certificate", "private_key"):
-                if not getattr(mesh.istio, key):
-                    camel = "clientCertificate" if key == "client_certificate" else "privateKey"
-                    out.append(Problem(f"serviceMesh.istio.{camel}", "is required when tlsMode is MUTUAL"))
-        elif mesh.istio.client_certificate or mesh.istio.private_key or mesh.istio.ca_certificates:
+        istio = mesh.istio
+        out += prefixed("serviceMesh.istio", istio.problems())
+        if istio.tls_mode != "MUTUAL" and (
+            istio.client_certificate or istio.private_key or istio.ca_certificates
+        ):
             out.append(Problem("serviceMesh.istio.tlsMode", "client certificates are only used with MUTUAL"))
         return out
-
-    @classmethod
-    def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
-        try:
-            options = cls.model_validate(data)
-        except ValueError:
-            return []
-        return options.problems()
 
     @classmethod
     def from_config(cls, data: dict[str, Any]) -> ClusterOptions:

@@ -79,6 +79,21 @@ class DynamoModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
 
+class CheckedModel(DynamoModel):
+    """Settings whose rules across fields (`problems()`, each naming its key path) `parse` reports."""
+
+    def problems(self) -> list[Problem]:
+        return []
+
+    @classmethod
+    def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
+        try:
+            settings = cls.model_validate(data)
+        except ValueError:
+            return []
+        return settings.problems()
+
+
 class ApiModel(DynamoModel):
     """A model of a custom resource's schema: strict types, as the API server checks them."""
 
@@ -319,8 +334,3 @@ class Resource(ApiModel):
 
 
 _HEAD = ("apiVersion", "kind", "metadata")
-
-
-def resource_problems(prefix: str, e: DynamoValidationError) -> list[Problem]:
-    """Problems of a nested resource, re-rooted under `prefix`."""
-    return [Problem(join_path(prefix, p.path), p.message) for p in e.problems]

@@ -43,9 +43,7 @@ class DynamoValidationError(ValueError):
         return DynamoValidationError(self.problems, source)
 
     def with_prefix(self, prefix: str) -> DynamoValidationError:
-        return DynamoValidationError(
-            [Problem(join_path(prefix, p.path), p.message) for p in self.problems], self.source
-        )
+        return DynamoValidationError(prefixed(prefix, self.problems), self.source)
 
 
 def join_path(*parts: str | int) -> str:
@@ -61,6 +59,11 @@ def join_path(*parts: str | int) -> str:
         else:
             out = str(part)
     return out
+
+
+def prefixed(prefix: str, problems: Iterable[Problem]) -> list[Problem]:
+    """`problems` with their paths re-rooted under `prefix`."""
+    return [Problem(join_path(prefix, p.path), p.message) for p in problems]
 
 
 def path_of(loc: Sequence[Any]) -> str:

@@ -13,14 +13,16 @@ from typing import Final, Literal
 
 from pydantic import model_validator
 
-from dynamo_infra.api.base import DynamoModel
+from dynamo_infra.api.base import CheckedModel, DynamoModel
+from dynamo_infra.api.errors import Problem, prefixed
 
 # Grove PodCliqueSet termination delay the operator uses by default.
 DEFAULT_GROVE_TERMINATION_DELAY = "15m"
 # Discovery backend of the operator's default configuration.
 DEFAULT_DISCOVERY_BACKEND: Final = "kubernetes"
-# Istio DestinationRule TLS mode for EPP when none is configured.
-DEFAULT_ISTIO_TLS_MODE: Final = "SIMPLE"
+# Istio ClientTLSSettings mode of the EPP DestinationRule, and the default when none is configured.
+MeshTLSMode = Literal["SIMPLE", "DISABLE", "ISTIO_MUTUAL", "MUTUAL"]
+DEFAULT_ISTIO_TLS_MODE: MeshTLSMode = "SIMPLE"
 # Image of the best-effort checkpoint artifact cleanup jobs.
 DEFAULT_CHECKPOINT_CLEANUP_IMAGE = "busybox:1.36"
 # Localhost seccomp profile applied to checkpoint/restore pods unless disabled.
@@ -65,10 +67,12 @@ class Infrastructure(DynamoModel):
 
 
 class Ingress(DynamoModel):
-    virtual_service_gateway: str | None = None
-    controller_class_name: str | None = None
-    controller_tls_secret_name: str | None = None
-    host_suffix: str | None = None
+    """Default ingress of frontends; empty values disable it (Go strings, as in the operator)."""
+
+    virtual_service_gateway: str = ""
+    controller_class_name: str = ""
+    controller_tls_secret_name: str = ""
+    host_suffix: str = ""
 
     @property
     def use_virtual_service(self) -> bool:
@@ -76,17 +80,27 @@ class Ingress(DynamoModel):
 
 
 class Istio(DynamoModel):
-    tls_mode: Literal["DISABLE", "SIMPLE", "ISTIO_MUTUAL", "MUTUAL"] = DEFAULT_ISTIO_TLS_MODE
-    insecure_skip_verify: bool = True  # operator default: self-signed EPP certificates
-    client_certificate: str | None = None
-    private_key: str | None = None
-    ca_certificates: str | None = None
+    """TLS the mesh uses towards the EPP (DestinationRule `trafficPolicy.tls`)."""
 
-    @model_validator(mode="after")
-    def _mutual_needs_certs(self) -> Istio:
-        if self.tls_mode == "MUTUAL" and not (self.client_certificate and self.private_key):
-            raise ValueError("tlsMode MUTUAL requires clientCertificate and privateKey")
-        return self
+    tls_mode: MeshTLSMode = DEFAULT_ISTIO_TLS_MODE
+    # None: true, the operator's default (the EPP's certificate is self-signed).
+    insecure_skip_verify: bool | None = None
+    client_certificate: str = ""
+    private_key: str = ""
+    ca_certificates: str = ""
+
+    def problems(self) -> list[Problem]:
+        """`tlsMode: MUTUAL` without a client certificate or key (paths relative to `istio`)."""
+        if self.tls_mode != "MUTUAL":
+            return []
+        return [
+            Problem(key, "is required when tlsMode is MUTUAL")
+            for key, value in (
+                ("clientCertificate", self.client_certificate),
+                ("privateKey", self.private_key),
+            )
+            if not value
+        ]
 
 
 class ServiceMesh(DynamoModel):
@@ -145,7 +159,7 @@ class Checkpoint(DynamoModel):
         return self.seccomp.profile or DEFAULT_SECCOMP_PROFILE
 
 
-class OperatorConfig(DynamoModel):
+class OperatorConfig(CheckedModel):
     """What the operator's configuration says about the cluster. Defaults are the operator's."""
 
     orchestrators: Orchestrators = Orchestrators()
@@ -155,3 +169,7 @@ class OperatorConfig(DynamoModel):
     service_mesh: ServiceMesh = ServiceMesh()
     discovery: Discovery = Discovery()
     checkpoint: Checkpoint = Checkpoint()
+
+    def problems(self) -> list[Problem]:
+        istio = self.service_mesh.istio
+        return prefixed("serviceMesh.istio", istio.problems()) if istio else []
