@@ -1,5 +1,11 @@
 """A local Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler and kwok (fake kubelets whose nodes advertise `nvidia.com/gpu`).
+kube-scheduler, kwok (fake kubelets whose nodes advertise `nvidia.com/gpu`, their GPUs also published
+as DRA devices of driver `gpu.nvidia.com`) and the LeaderWorkerSet controller with its webhooks.
+
+The LeaderWorkerSet CRD is installed by the cluster itself (the file the platform layer ships, under
+the platform's field manager, so a stack's `installCrds: [lws]` adopts it unchanged) before the
+controller starts: the controller needs its kind served, and its webhooks must answer before the
+first LeaderWorkerSet is created.
 
 Its state (etcd data, keys, tokens) lives in one folder, so a stopped cluster starts again with
 its objects; every start picks new free ports and rewrites the kubeconfig.
@@ -13,6 +19,8 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
+import datetime
+import ipaddress
 import json
 import os
 import secrets
@@ -24,14 +32,19 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tools import toolchain
 
+Obj = dict[str, Any]
+
 REPO = Path(__file__).resolve().parent.parent
-# Fake nodes kwok manages; each advertises this capacity so GPU pods schedule.
-DEFAULT_NODES = 2
+# Fake nodes kwok manages; each advertises this capacity so GPU pods schedule. Four hold the `lws`
+# example stack (three groups of two 4-GPU pods: 24 GPUs) with room to spare.
+DEFAULT_NODES = 4
 NODE_CAPACITY = {
     "cpu": "64",
     "memory": "512Gi",
@@ -45,6 +58,28 @@ POD_CIDR = "10.244.0.1/16"
 # How long each component may take to become healthy.
 READY_TIMEOUT_S = 90.0
 ADMIN_USER = "dynamo-infra-admin"
+# DRA driver whose devices the fake nodes' GPUs are published as (the NVIDIA GPU DRA driver's name).
+GPU_DRA_DRIVER = "gpu.nvidia.com"
+# What each fake GPU looks like to DRA: attributes and capacity as the NVIDIA driver publishes them.
+GPU_PRODUCT = "NVIDIA H100 80GB HBM3"
+GPU_ATTRIBUTES = {
+    "type": {"string": "gpu"},
+    "productName": {"string": GPU_PRODUCT},
+    "brand": {"string": "Nvidia"},
+    "architecture": {"string": "Hopper"},
+    "cudaComputeCapability": {"version": "9.0.0"},
+    "driverVersion": {"version": "580.95.5"},
+    "cudaDriverVersion": {"version": "13.0.0"},
+    "addressingMode": {"string": "None"},
+}
+GPU_MEMORY = "80Gi"
+# The LeaderWorkerSet CRD set the cluster installs before starting the LWS controller.
+LWS_CRD_SET = "lws"
+LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
+# Webhook configurations, named as the LWS chart names them.
+LWS_WEBHOOK_PREFIX = "lws-"
+# Validity of the LWS webhook's serving certificate (a new one is made at every start).
+LWS_CERT_DAYS = 365
 
 
 def free_port() -> int:
@@ -157,7 +192,7 @@ class LocalCluster:
     def _ports(self) -> dict[str, int]:
         """The ports of the previous start when all are still free (so the kubeconfig stays the same)."""
         saved = self.root / "ports.json"
-        names = ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok")
+        names = ("etcd", "etcd-peer", "apiserver", "kcm", "scheduler", "kwok", "lws-webhook", "lws-health")
         with contextlib.suppress(OSError, ValueError):
             previous = {k: int(v) for k, v in json.loads(saved.read_text()).items()}
             if set(previous) == set(names) and all(port_is_free(p) for p in previous.values()):
@@ -207,13 +242,15 @@ class LocalCluster:
         ctx = ssl.create_default_context(cafile=str(self.root / "pki" / "apiserver.crt"))
         return ctx
 
-    def request(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
+    def request(
+        self, method: str, path: str, body: Obj | None = None, content_type: str = "application/json"
+    ) -> tuple[int, Obj]:
         token = (self.root / "pki" / "admin.token").read_text().strip()
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method)
         req.add_header("Authorization", f"Bearer {token}")
         if data is not None:
-            req.add_header("Content-Type", "application/json")
+            req.add_header("Content-Type", content_type)
         try:
             with urllib.request.urlopen(req, context=self._ssl(), timeout=10) as r:
                 return r.status, _json(r.read())
@@ -326,6 +363,8 @@ class LocalCluster:
         )
         self._create_nodes()
         self._wait("kwok", self._nodes_ready)
+        self._publish_gpus_as_dra_devices()
+        self._start_lws(bins["lws-controller-manager"])
         self._wait(
             "fakeprovisioner",
             lambda: self.request("GET", "/apis/storage.k8s.io/v1/storageclasses/standard")[0] == 200,
@@ -378,6 +417,92 @@ class LocalCluster:
             if code not in (201, 409):
                 raise ClusterError(f"creating node {name}: HTTP {code} {body.get('message', '')}")
 
+    def apply(self, obj: Obj, field_manager: str = ADMIN_USER) -> Obj:
+        """Server-side apply of one object (forced), by its kind's path."""
+        group, _, version = obj["apiVersion"].rpartition("/")
+        base = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        meta = obj["metadata"]
+        ns = f"/namespaces/{meta['namespace']}" if meta.get("namespace") else ""
+        path = f"{base}{ns}/{obj['kind'].lower()}s/{meta['name']}?fieldManager={field_manager}&force=true"
+        code, body = self.request("PATCH", path, obj, content_type="application/apply-patch+yaml")
+        if code not in (200, 201):
+            raise ClusterError(
+                f"applying {obj['kind']} {meta['name']}: HTTP {code} {body.get('message', '')}"
+            )
+        return body
+
+    def wait_established(self, crd: str) -> None:
+        """Until the API server serves the kind of CustomResourceDefinition `crd`."""
+        path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}"
+        self._wait("kube-apiserver", lambda: _established(self.request("GET", path)[1]))
+
+    def _publish_gpus_as_dra_devices(self) -> None:
+        """Each fake node's GPUs as a ResourceSlice of the NVIDIA GPU DRA driver (pool = node), so the
+        scheduler allocates ResourceClaims of the DeviceClass `gpu.nvidia.com` on them."""
+        code, body = self.request("GET", "/api/v1/nodes?labelSelector=type%3Dkwok")
+        if code != 200:
+            raise ClusterError(f"listing nodes: HTTP {code} {body.get('message', '')}")
+        for node in body.get("items", []):
+            self.apply(fake_gpu_resource_slice(node), field_manager="fake-gpu-dra-driver")
+
+    # --- LeaderWorkerSet controller ------------------------------------------------------------
+
+    def _start_lws(self, binary: Path) -> None:
+        """The CRD, serving certificate and webhook registrations, then the controller; ready once a
+        dry-run LeaderWorkerSet passes its webhooks."""
+        from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents, installable
+
+        for crd in crd_documents(REPO / DEFAULT_CRD_DIR, LWS_CRD_SET):
+            self.apply(installable(crd), field_manager=CLUSTER_FIELD_MANAGER)
+        self.wait_established(LWS_CRD)
+        certs = self.root / "pki" / "lws"
+        ca = _serving_cert(certs)
+        port = self.ports["lws-webhook"]
+        config = self.root / "lws-config.yaml"
+        config.write_text(
+            json.dumps(
+                {
+                    "apiVersion": "config.lws.x-k8s.io/v1alpha1",
+                    "kind": "Configuration",
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "webhook": {"host": "127.0.0.1", "port": port, "certDir": str(certs)},
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{self.ports['lws-health']}"},
+                    "metrics": {"bindAddress": "0"},  # "0": no metrics endpoint
+                },
+                indent=2,
+            )
+        )
+        for webhook_config in lws_webhook_configurations(
+            toolchain.lws_webhooks(), f"https://127.0.0.1:{port}", ca
+        ):
+            self.apply(webhook_config)
+        self._spawn(
+            "lws-controller-manager",
+            [str(binary), f"--kubeconfig={self.kubeconfig}", f"--config={config}", "--zap-log-level=info"],
+        )
+        self._wait("lws-controller-manager", self._lws_admits)
+
+    def _lws_admits(self) -> bool:
+        """A dry-run LeaderWorkerSet goes through both LWS webhooks (and gets their defaults)."""
+        probe = {
+            "apiVersion": "leaderworkerset.x-k8s.io/v1",
+            "kind": "LeaderWorkerSet",
+            "metadata": {"name": "lws-webhook-probe", "namespace": "default"},
+            "spec": {
+                "leaderWorkerTemplate": {
+                    "size": 1,
+                    "workerTemplate": {"spec": {"containers": [{"name": "c", "image": "probe.invalid/c"}]}},
+                }
+            },
+        }
+        code, body = self.request(
+            "POST", "/apis/leaderworkerset.x-k8s.io/v1/namespaces/default/leaderworkersets?dryRun=All", probe
+        )
+        if code != 201:
+            raise ClusterError(f"HTTP {code} {body.get('message', '')}")
+        return "networkConfig" in body.get("spec", {})
+
     def _nodes_ready(self) -> bool:
         code, body = self.request("GET", "/api/v1/nodes")
         if code != 200:
@@ -397,6 +522,7 @@ class LocalCluster:
             with contextlib.suppress(ValueError):
                 pids.update(json.loads(self.pidfile.read_text()))
         order = [
+            "lws-controller-manager",
             "fakeprovisioner",
             "kwok",
             "kube-scheduler",
@@ -425,6 +551,109 @@ class LocalCluster:
 
     def env(self) -> dict[str, str]:
         return {"KUBECONFIG": str(self.kubeconfig)}
+
+
+def fake_gpu_resource_slice(node: Obj) -> Obj:
+    """The ResourceSlice the NVIDIA GPU DRA driver's kubelet plugin would publish for `node`: one
+    device `gpu-<i>` per `nvidia.com/gpu` of its capacity, owned by the node."""
+    name = node["metadata"]["name"]
+    count = int(node.get("status", {}).get("capacity", {}).get("nvidia.com/gpu", 0))
+    devices = [
+        {
+            "name": f"gpu-{i}",
+            "attributes": {
+                **GPU_ATTRIBUTES,
+                "uuid": {"string": f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{name}.gpu-{i}')}"},
+                "pcieBusID": {"string": f"0000:{0x18 + i * 0x10:02x}:00.0"},
+            },
+            "capacity": {"memory": {"value": GPU_MEMORY}},
+        }
+        for i in range(count)
+    ]
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {
+            "name": f"{name}-{GPU_DRA_DRIVER}",
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node["metadata"]["uid"]}
+            ],
+        },
+        "spec": {
+            "driver": GPU_DRA_DRIVER,
+            "nodeName": name,
+            "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }
+
+
+def lws_webhook_configurations(folder: Path, url: str, ca: bytes) -> list[Obj]:
+    """The LWS module's webhook registrations with its kustomize patches applied (the pod webhooks
+    see only pods labelled with an LWS name), served at `url` with the certificate of `ca`."""
+    import yaml
+
+    configs = [d for d in yaml.safe_load_all((folder / "manifests.yaml").read_text()) if d]
+    for config, patch in zip(configs, ("mutating-patch.yaml", "validating-patch.yaml"), strict=True):
+        for op in yaml.safe_load((folder / patch).read_text()):
+            index = int(op["path"].removeprefix("/webhooks/"))
+            if op["op"] != "replace" or not op["path"].startswith("/webhooks/"):
+                raise ClusterError(f"unexpected LWS webhook patch {op['op']} {op['path']} in {patch}")
+            config["webhooks"][index] = op["value"]
+        config["metadata"]["name"] = LWS_WEBHOOK_PREFIX + config["metadata"]["name"]
+        for webhook in config["webhooks"]:
+            path = webhook["clientConfig"]["service"]["path"]
+            webhook["clientConfig"] = {"url": url + path, "caBundle": base64.b64encode(ca).decode()}
+    return configs
+
+
+def _serving_cert(folder: Path) -> bytes:
+    """A new CA and a serving certificate for 127.0.0.1 signed by it (`tls.crt`, `tls.key` in
+    `folder`, as controller-runtime's webhook server reads them); returns the CA certificate."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    until = now + datetime.timedelta(days=LWS_CERT_DAYS)
+
+    def cert(subject: str, key: ec.EllipticCurvePrivateKey, issuer: x509.Name, signer: ec.EllipticCurvePrivateKey, ca: bool) -> x509.Certificate:  # fmt: skip
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(until)
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False,
+            )
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "lws-webhook-ca")])
+    ca_cert = cert("lws-webhook-ca", ca_key, ca_name, ca_key, ca=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    serving = cert("127.0.0.1", key, ca_name, ca_key, ca=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    pem = serialization.Encoding.PEM
+    (folder / "tls.key").write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    (folder / "tls.key").chmod(0o600)
+    (folder / "tls.crt").write_bytes(serving.public_bytes(pem))
+    return ca_cert.public_bytes(pem)
+
+
+def _established(crd: Obj) -> bool:
+    conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+    return conditions.get("Established") == "True"
 
 
 def _terminate(pid: int, proc: subprocess.Popen[bytes] | None, grace: float = 10.0) -> None:
