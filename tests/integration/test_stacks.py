@@ -3,9 +3,13 @@ CLI onto the local control plane, with the third-party CRDs installed by its pla
 
 - `pulumi up` is accepted by the API server for every object (each rendered object, CRD, DeviceClass
   and platform object is read back);
-- where the cluster's own controllers are missing (Grove, LWS), the test plays them: it reports the
-  LeaderWorkerSets ready and creates ready PodCliques / PodCliqueScalingGroups, and a refresh then a
-  second `up` turn the graphs `successful` (the readiness rules of render/status.py at work);
+- the `lws` stack awaits its graphs for real: the LWS controller of the local cluster runs the
+  LeaderWorkerSets (StatefulSets, kwok pods) and reports them Available, so `up` ends `successful`;
+- the `dra` stack's GPU claims are allocated by the scheduler from the DRA devices the local cluster
+  publishes for its fake nodes, so its Deployments become available;
+- where Grove graphs run (`grove`, `dra`), the test plays the missing Grove controller: it creates
+  ready PodCliques / PodCliqueScalingGroups, and a refresh then a second `up` turn the graphs
+  `successful` (the readiness rules of render/status.py at work);
 - a preview and a second `up` change nothing;
 - `destroy` leaves nothing behind in the namespace and deletes the DeviceClass; the CRDs stay
   installed (retained on purpose: deleting a CRD deletes every object of its kind in the cluster).
@@ -45,10 +49,12 @@ STACKS = ("grove", "lws", "dra", "istio")
 STACK_PASSPHRASE = "dynamo-infra-local"
 # Stand-in for the inference gateway's InferencePool CRD (EPP graphs of the istio stack need it).
 INFERENCEPOOL_STANDIN = REPO / "tools" / "crds" / "inferencepool-standin.yaml"
-# Stacks whose missing controllers the test plays (DRA claims are never allocated without a driver).
-PLAYED = {"grove", "lws"}
+# Stacks with Grove graphs, whose missing Grove controller the test plays.
+PLAYED = {"grove", "dra"}
 # How long the Deployments of a stack that skips awaiting may take to become available (kwok pods).
 DEPLOYMENTS_READY_S = 60
+# DRA driver the local cluster publishes its fake GPUs for (the DeviceClass selects it).
+GPU_DRA_DRIVER = "gpu.nvidia.com"
 # Kinds of the platform layer in the namespace.
 PLATFORM_KINDS = (
     ("v1", "ServiceAccount"),
@@ -138,20 +144,27 @@ def patch_status(kube: KubeClient, obj: Obj, status: Obj) -> None:
     kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
 
 
-def play_controllers(kube: KubeClient, run: StackRun) -> None:
-    """What LWS and Grove would report once every pod is ready (no such controller runs here)."""
-    ready = {"type": "Available", "status": "True", "reason": "AllGroupsReady", "message": "All replicas are ready",
-             "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
-    for obj in run.objects():
-        if obj["kind"] == "LeaderWorkerSet":
-            n = obj["spec"]["replicas"]
-            patch_status(
-                kube, obj, {"replicas": n, "readyReplicas": n, "updatedReplicas": n, "conditions": [ready]}
-            )
+def wait_deployments(kube: KubeClient, run: StackRun) -> None:
     deadline = time.monotonic() + DEPLOYMENTS_READY_S
     while not all(deployment_readiness(d).ready for d in kube.list("apps/v1", "Deployment", run.namespace)):
         assert time.monotonic() < deadline, "Deployments (kwok pods) did not become available"
         time.sleep(1)
+
+
+def allocated_claims(kube: KubeClient, namespace: str) -> list[Obj]:
+    """ResourceClaims the scheduler allocated from the fake nodes' DRA devices."""
+    return [
+        c
+        for c in kube.list("resource.k8s.io/v1", "ResourceClaim", namespace)
+        if any(
+            r["driver"] == GPU_DRA_DRIVER and r["pool"].startswith("kwok-")
+            for r in ((c.get("status") or {}).get("allocation") or {}).get("devices", {}).get("results", [])
+        )
+    ]
+
+
+def play_grove(kube: KubeClient, run: StackRun) -> None:
+    """What Grove would report once every pod is ready (no Grove controller runs here)."""
     for graph in run.graphs:
         for component in graph.components.values():
             target = component.scale_target
@@ -210,11 +223,18 @@ def test_example_stack_up_converges_and_destroys(
     if run.options.await_policy.mode == "wait":
         assert set(states.values()) == {"successful"}, up.outputs["graphs"].value
     else:
-        # No Grove or LWS controller (or DRA driver) runs here: the graphs say so instead of lying.
-        assert set(states.values()) == {"pending"}, up.outputs["graphs"].value
+        # No Grove controller runs here: Grove graphs say so instead of lying (the others were not
+        # awaited, so they may be either).
+        on_grove = {g.name: states[g.name] for g in run.graphs if g.workloads}
+        assert set(on_grove.values()) == {"pending"}, up.outputs["graphs"].value
 
+    if run.options.dra.enabled:
+        wait_deployments(kube, run)
+        claims = allocated_claims(kube, ns)
+        assert claims, kube.list("resource.k8s.io/v1", "ResourceClaim", ns)
     if name in PLAYED:
-        play_controllers(kube, run)
+        wait_deployments(kube, run)
+        play_grove(kube, run)
         run.timed("refresh", run.stack.refresh)
 
     preview = run.timed("preview", run.stack.preview)
@@ -222,7 +242,7 @@ def test_example_stack_up_converges_and_destroys(
     again = run.timed("second up", run.stack.up)
     assert set(again.summary.resource_changes or {}) == {"same"}, again.summary.resource_changes
     if name in PLAYED:
-        # Ready as LWS and Grove judge it: the refreshed statuses reach the graphs' outputs.
+        # Ready as Grove judges it: the refreshed statuses reach the graphs' outputs.
         assert set(graph_states(again).values()) == {"successful"}, again.outputs["graphs"].value
 
     destroy = run.timed("destroy", run.stack.destroy)
