@@ -73,6 +73,8 @@ GPU_ATTRIBUTES = {
     "addressingMode": {"string": "None"},
 }
 GPU_MEMORY = "80Gi"
+# Field manager of the published ResourceSlices (the part of the DRA driver the cluster plays).
+GPU_DRA_FIELD_MANAGER = "fake-gpu-dra-driver"
 # The LeaderWorkerSet CRD set the cluster installs before starting the LWS controller.
 LWS_CRD_SET = "lws"
 LWS_CRD = "leaderworkersets.leaderworkerset.x-k8s.io"
@@ -418,7 +420,8 @@ class LocalCluster:
                 raise ClusterError(f"creating node {name}: HTTP {code} {body.get('message', '')}")
 
     def apply(self, obj: Obj, field_manager: str = ADMIN_USER) -> Obj:
-        """Server-side apply of one object (forced), by its kind's path."""
+        """Server-side apply of one object (forced); its resource is the kind's lower-case plural
+        (`<kind>s`, true of every kind the cluster applies)."""
         group, _, version = obj["apiVersion"].rpartition("/")
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
         meta = obj["metadata"]
@@ -443,7 +446,7 @@ class LocalCluster:
         if code != 200:
             raise ClusterError(f"listing nodes: HTTP {code} {body.get('message', '')}")
         for node in body.get("items", []):
-            self.apply(fake_gpu_resource_slice(node), field_manager="fake-gpu-dra-driver")
+            self.apply(fake_gpu_resource_slice(node), field_manager=GPU_DRA_FIELD_MANAGER)
 
     # --- LeaderWorkerSet controller ------------------------------------------------------------
 
