@@ -22,7 +22,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient, Obj
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
@@ -184,7 +184,7 @@ class Ownership:
 
 def read_ownership(kubeconfig: str, context: str | None, namespace: str, stack: str) -> Ownership:
     """Ownership from the cluster as it is when the program runs (a few GETs)."""
-    with KubeClient(connection.load(kubeconfig, context)) as client:
+    with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
         live_ns = client.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         accounts = frozenset(
             a

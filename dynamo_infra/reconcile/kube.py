@@ -18,6 +18,8 @@ Obj = dict[str, Any]
 FIELD_MANAGER = "dynamo-infra"
 # User agent of every request (the API server's audit log tells our requests apart by it).
 USER_AGENT = "dynamo-infra/0.1.0"
+# User agent of the Pulumi program's own reads (which namespace-level objects the stack owns).
+PROGRAM_USER_AGENT = "dynamo-infra-program/0.1.0"
 # Per-request timeout against the API server.
 REQUEST_TIMEOUT_S = 30.0
 # Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.

@@ -12,7 +12,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient
+from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT, KubeClient
 from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 
@@ -108,6 +108,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iter
 def test_noop_up_writes_nothing(rig: Rig) -> None:
     before = len(rig.cluster.audit_events())
     mine_before = len(rig.cluster.audit_events(USER_AGENT))
+    program_before = len(rig.cluster.audit_events(PROGRAM_USER_AGENT))
     preview = rig.stack.preview(on_output=lambda _: None)
     assert set(preview.change_summary) == {"same"}
     rig.up()
@@ -120,8 +121,14 @@ def test_noop_up_writes_nothing(rig: Rig) -> None:
     ]
     assert writes == []
     ours = rig.cluster.audit_events(USER_AGENT)[mine_before:]
-    print(f"no-op up: {len(ours)} requests from our providers, {len(events)} API requests in all")
+    program = rig.cluster.audit_events(PROGRAM_USER_AGENT)[program_before:]
+    print(
+        f"no-op preview + up: {len(ours)} requests from our providers, {len(program)} reads by the program "
+        f"(namespace ownership), {len(events)} API requests in all"
+    )
     assert len(ours) == 0
+    # Per program run (preview, up): discovery, the namespace and the two service accounts.
+    assert {e["verb"] for e in program} == {"get"} and len(program) <= 8
 
 
 def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: Rig) -> None:
