@@ -47,8 +47,6 @@ from tools.localcluster import LocalCluster
 STACKS = ("grove", "lws", "dra", "istio")
 # The passphrase the shipped stack files' encryption salts were made with.
 STACK_PASSPHRASE = "dynamo-infra-local"
-# Stand-in for the inference gateway's InferencePool CRD (EPP graphs of the istio stack need it).
-INFERENCEPOOL_STANDIN = REPO / "tools" / "crds" / "inferencepool-standin.yaml"
 # Stacks with Grove graphs, whose missing Grove controller the test plays.
 PLAYED = {"grove", "dra"}
 # How long the Deployments of a stack that skips awaiting may take to become available (kwok pods).
@@ -119,19 +117,11 @@ class StackRun:
 
 @pytest.fixture(scope="module")
 def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Path]:
-    """A project copy holding the shipped stack files and CRD sets; the InferencePool stand-in installed."""
+    """A project copy holding the shipped stack files and CRD sets."""
     project = copy_project(tmp_path_factory.mktemp("stacks"))
     for name in STACKS:
         shutil.copy(REPO / "stacks" / f"Pulumi.{name}.yaml", project / "stacks")
     (project / DEFAULT_CRD_DIR).symlink_to(REPO / DEFAULT_CRD_DIR)
-    from dynamo_infra.reconcile import connection
-
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
-        kube.apply(yaml.safe_load(INFERENCEPOOL_STANDIN.read_text()))
-        deadline = time.monotonic() + 30
-        while not kube.serves("inference.networking.k8s.io/v1", "InferencePool"):
-            assert time.monotonic() < deadline, "the InferencePool stand-in CRD is not served"
-            time.sleep(0.5)
     yield project
 
 
