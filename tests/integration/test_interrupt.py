@@ -89,6 +89,26 @@ def converge_and_check(stack: auto.Stack, graph: Path, kube: KubeClient, ns: str
     assert kube.list("apps/v1", "Deployment", ns) == []
 
 
+def kill_plugins_of(project: Path) -> int:
+    """Kill what the killed engine left running from `project` (its plugins start their own process
+    groups, e.g. the dynamic provider); how many there were."""
+    killed = 0
+    for proc_dir in Path("/proc").iterdir():
+        if not proc_dir.name.isdigit():
+            continue
+        try:
+            cmdline = (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(project) in cmdline:
+            try:
+                os.kill(int(proc_dir.name), signal.SIGKILL)
+                killed += 1
+            except ProcessLookupError:
+                pass
+    return killed
+
+
 def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, project: Path) -> None:
     stack, graph, ns = setup_stack(project, cluster, "nowhere")
     proc = cli_up(project)
@@ -97,6 +117,7 @@ def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, pro
     time.sleep(2)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
+    kill_plugins_of(project)
     # What a user does after a killed run: release the stack lock, then `up` again.
     stack.cancel()
     converge_and_check(stack, graph, kube, ns)
