@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -190,58 +190,61 @@ def build_kubernetes(g: Group, src: Path, logfile: Path) -> None:
         _go_build(src, logfile, g.bin_dir / b, f"k8s.io/kubernetes/cmd/{b}", " ".join(flags))
 
 
-def build_etcd(g: Group, src: Path, logfile: Path) -> None:
-    _wrapper(src, "dynamo-infra.local/toolchain/etcd", "1.26", [], logfile)
-    _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{g.version}"], src, logfile)
+def _build_main(
+    g: Group, src: Path, logfile: Path, module: str, package: str, binary: str, ldflags: str = ""
+) -> None:
+    """`package` of `module` at the group's version, built into the group's bin folder as `binary`."""
+    _wrapper(src, f"dynamo-infra.local/toolchain/{binary}", "1.26", [], logfile)
+    _run(["go", "get", f"{module}@v{g.version}"], src, logfile)
     g.bin_dir.mkdir(parents=True, exist_ok=True)
-    _go_build(src, logfile, g.bin_dir / "etcd", "go.etcd.io/etcd/server/v3")
+    _go_build(src, logfile, g.bin_dir / binary, package, ldflags)
+
+
+def _copy_from_module(mod: Path, files: Sequence[str], dest: Path, what: str) -> None:
+    """Copy `files` (paths in the module) into `dest`; a missing one is a build error naming `what`."""
+    dest.mkdir(exist_ok=True)
+    for rel in files:
+        f = mod / rel
+        if not f.exists():
+            raise BuildError(f"{rel} missing from {what}")
+        shutil.copyfile(f, dest / f.name)
+
+
+def build_etcd(g: Group, src: Path, logfile: Path) -> None:
+    _build_main(g, src, logfile, "go.etcd.io/etcd/server/v3", "go.etcd.io/etcd/server/v3", "etcd")
+
+
+# Stage files (node init/heartbeat, pod ready/complete/delete) ship in the kwok module, not the binary.
+KWOK_STAGE_FILES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat/node-heartbeat.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+    "kustomize/stage/pod/fast/pod-complete.yaml",
+    "kustomize/stage/pod/fast/pod-delete.yaml",
+)
 
 
 def build_kwok(g: Group, src: Path, logfile: Path) -> None:
-    _wrapper(src, "dynamo-infra.local/toolchain/kwok", "1.26", [], logfile)
-    _run(["go", "get", f"sigs.k8s.io/kwok@v{g.version}"], src, logfile)
-    g.bin_dir.mkdir(parents=True, exist_ok=True)
     version_flag = f"-X sigs.k8s.io/kwok/pkg/consts.Version=v{g.version}"
-    _go_build(src, logfile, g.bin_dir / "kwok", "sigs.k8s.io/kwok/cmd/kwok", version_flag)
-    # Stage files (node init/heartbeat, pod ready/complete/delete) ship in the module, not the binary.
-    mod = _module_dir(src, logfile, f"sigs.k8s.io/kwok@v{g.version}")
-    stages = g.folder / "stages"
-    stages.mkdir(exist_ok=True)
-    for rel in (
-        "kustomize/stage/node/fast/node-initialize.yaml",
-        "kustomize/stage/node/heartbeat/node-heartbeat.yaml",
-        "kustomize/stage/pod/fast/pod-ready.yaml",
-        "kustomize/stage/pod/fast/pod-complete.yaml",
-        "kustomize/stage/pod/fast/pod-delete.yaml",
-    ):
-        f = mod / rel
-        if not f.exists():
-            raise BuildError(f"kwok stage file {rel} missing from sigs.k8s.io/kwok@v{g.version}")
-        shutil.copyfile(f, stages / f.name)
+    _build_main(g, src, logfile, "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok", "kwok", version_flag)
+    module = f"sigs.k8s.io/kwok@v{g.version}"
+    _copy_from_module(_module_dir(src, logfile, module), KWOK_STAGE_FILES, g.folder / "stages", module)
 
 
 # The LWS module's webhook registrations and the JSON patches its kustomization applies to them.
-LWS_WEBHOOK_FILES = ("manifests.yaml", "mutating-patch.yaml", "validating-patch.yaml")
+LWS_WEBHOOK_FILES = tuple(
+    f"config/webhook/{name}" for name in ("manifests.yaml", "mutating-patch.yaml", "validating-patch.yaml")
+)
 
 
 def build_lws(g: Group, src: Path, logfile: Path) -> None:
     """The LeaderWorkerSet controller manager (controllers and webhooks in one binary)."""
-    _wrapper(src, "dynamo-infra.local/toolchain/lws", "1.26", [], logfile)
-    _run(["go", "get", f"sigs.k8s.io/lws@v{g.version}"], src, logfile)
-    g.bin_dir.mkdir(parents=True, exist_ok=True)
     version_flag = f"-X sigs.k8s.io/lws/pkg/version.GitVersion=v{g.version}"
-    _go_build(src, logfile, g.bin_dir / "lws-controller-manager", "sigs.k8s.io/lws/cmd", version_flag)
-    # Its webhook registrations (and the kustomize patches scoping the pod webhooks) ship in the module.
-    mod = _module_dir(src, logfile, f"sigs.k8s.io/lws@v{g.version}")
-    webhook = g.folder / "webhook"
-    webhook.mkdir(exist_ok=True)
-    for name in LWS_WEBHOOK_FILES:
-        f = mod / "config" / "webhook" / name
-        if not f.exists():
-            raise BuildError(
-                f"LWS webhook file config/webhook/{name} missing from sigs.k8s.io/lws@v{g.version}"
-            )
-        shutil.copyfile(f, webhook / name)
+    _build_main(
+        g, src, logfile, "sigs.k8s.io/lws", "sigs.k8s.io/lws/cmd", "lws-controller-manager", version_flag
+    )
+    module = f"sigs.k8s.io/lws@v{g.version}"
+    _copy_from_module(_module_dir(src, logfile, module), LWS_WEBHOOK_FILES, g.folder / "webhook", module)
 
 
 def build_pulumi(g: Group, src: Path, logfile: Path) -> None:
