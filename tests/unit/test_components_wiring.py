@@ -6,29 +6,8 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import pytest
 
-
-class Mocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.resources.append(args)
-        outs = dict(args.inputs)
-        if "objects" in outs:
-            outs["status"] = {"ready": True, "reason": "DeploymentReady", "replicas": 1, "readyReplicas": 1}
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
-@pytest.fixture()
-def mocks(event_loop_for_mocks: None) -> Mocks:
-    m = Mocks()
-    pulumi.runtime.set_mocks(m, preview=False)
-    return m
+from tests.unit.conftest import Mocks
 
 
 @pulumi.runtime.test

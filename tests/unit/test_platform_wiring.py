@@ -6,29 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-import pytest
 
 from dynamo_infra.reconcile.workload import REASON_NOT_CREATED, observed_status
 from tests.conftest import REPO
-
-
-class Mocks(pulumi.runtime.Mocks):
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
-        self.resources.append(args)
-        return f"{args.name}-id", dict(args.inputs)
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
-@pytest.fixture()
-def mocks(event_loop_for_mocks: None) -> Mocks:
-    m = Mocks()
-    pulumi.runtime.set_mocks(m, preview=False)
-    return m
+from tests.unit.conftest import Mocks
 
 
 @pulumi.runtime.test
