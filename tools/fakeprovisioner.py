@@ -1,7 +1,8 @@
 """A volume provisioner for the local control plane: binds each pending claim of the `standard`
-StorageClass to a new hostPath PersistentVolume (no data path is ever written: pods are fake).
+StorageClass to a new hostPath PersistentVolume, a folder under `--volume-root` (the pods-as-processes
+harness, tools/podprocs.py, gives a process that folder where its pod mounts the claim).
 
-    python -m tools.fakeprovisioner --kubeconfig .local/cluster/kubeconfig
+    python -m tools.fakeprovisioner --kubeconfig .local/cluster/kubeconfig --volume-root .local/cluster/volumes
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import signal
 import sys
 import time
+from pathlib import Path
 
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, KubeError
@@ -37,7 +39,7 @@ def storage_class() -> dict:  # type: ignore[type-arg]
     }
 
 
-def provision_once(client: KubeClient) -> int:
+def provision_once(client: KubeClient, volume_root: Path) -> int:
     """Create a volume for every pending claim of our class; returns how many were created."""
     made = 0
     for claim in client.list("v1", "PersistentVolumeClaim"):
@@ -58,7 +60,7 @@ def provision_once(client: KubeClient) -> int:
                 "accessModes": spec.get("accessModes") or ["ReadWriteOnce"],
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": STORAGE_CLASS,
-                "hostPath": {"path": f"/tmp/dynamo-infra-volumes/{name}"},
+                "hostPath": {"path": str(volume_root / name)},
                 "claimRef": {"namespace": meta["namespace"], "name": meta["name"], "uid": meta["uid"]},
             },
         }
@@ -73,13 +75,15 @@ def provision_once(client: KubeClient) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--volume-root", required=True, type=Path, help="folder holding the volumes' folders")
     args = ap.parse_args(argv)
+    volume_root = args.volume_root.resolve()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with KubeClient(connection.load(args.kubeconfig), user_agent=USER_AGENT) as client:
         client.apply(storage_class())
         while True:
             try:
-                provision_once(client)
+                provision_once(client, volume_root)
             except KubeError as e:
                 print(f"fakeprovisioner: {e}", file=sys.stderr, flush=True)
             time.sleep(POLL_S)

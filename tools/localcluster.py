@@ -360,7 +360,13 @@ class LocalCluster:
             )
         self._spawn(
             "fakeprovisioner",
-            [sys.executable, "-m", "tools.fakeprovisioner", f"--kubeconfig={self.kubeconfig}"],
+            [
+                sys.executable,
+                "-m",
+                "tools.fakeprovisioner",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--volume-root={self.root / 'volumes'}",
+            ],
             cwd=REPO,
         )
         self._create_nodes()
