@@ -1,0 +1,221 @@
+"""The pods-as-processes harness makes only its listed substitutions (tools/podprocs.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynamo_infra.reconcile.connection import Connection
+from tools.kubelet import PodProcessError, expand, field_value, relocate
+from tools.podprocs import PORT_MAX, PORT_MIN, SUBSTITUTIONS, PodProcesses, free_port
+
+POD: dict[str, Any] = {
+    "metadata": {
+        "name": "g-worker-abc-0",
+        "namespace": "ns",
+        "uid": "1234-uid",
+        "labels": {"nvidia.com/dynamo-component": "Worker", "app": "x"},
+    },
+    "spec": {
+        "nodeName": "kwok-gpu-0",
+        "serviceAccountName": "g-k8s-service-discovery",
+        "volumes": [
+            {"name": "models", "persistentVolumeClaim": {"claimName": "model-store"}},
+            {"name": "shared-memory", "emptyDir": {"medium": "Memory"}},
+            {"name": "cfg", "configMap": {"name": "settings"}},
+            {
+                "name": "kube-api-access-x",
+                "projected": {
+                    "sources": [
+                        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                        {
+                            "configMap": {
+                                "name": "kube-root-ca.crt",
+                                "items": [{"key": "ca.crt", "path": "ca.crt"}],
+                            }
+                        },
+                        {
+                            "downwardAPI": {
+                                "items": [
+                                    {"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}
+                                ]
+                            }
+                        },
+                    ]
+                },
+            },
+        ],
+        "containers": [
+            {
+                "name": "main",
+                "command": ["python3", "-m", "dynamo.mocker"],
+                "args": ["--model-path", "/models/tiny", "--config=/etc/cfg/a.json", "$(DYN_NAMESPACE)"],
+                "workingDir": "/workspace",
+                "env": [
+                    {"name": "DYN_NAMESPACE", "value": "ns-g"},
+                    {"name": "DYN_SYSTEM_PORT", "value": "9090"},
+                    {"name": "DYN_FORWARDPASS_METRIC_PORT", "value": "20380"},
+                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                    {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
+                    {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "creds", "key": "token"}}},
+                    {"name": "GREETING", "value": "hi $(POD_NAME) $$(POD_NAME)"},
+                ],
+                "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "CFG_"}],
+                "ports": [{"name": "system", "containerPort": 9090}],
+                "volumeMounts": [
+                    {"name": "models", "mountPath": "/models"},
+                    {"name": "shared-memory", "mountPath": "/dev/shm"},
+                    {"name": "cfg", "mountPath": "/etc/cfg"},
+                    {
+                        "name": "kube-api-access-x",
+                        "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                    },
+                ],
+            },
+            {"name": "sidecar", "command": ["sleep", "1d"]},
+        ],
+    },
+    "status": {"phase": "Running", "podIP": "10.244.0.7"},
+}
+
+
+class FakeKube:
+    """The few reads and the TokenRequest the harness makes, answered from a dict."""
+
+    def __init__(self, volume_root: Path) -> None:
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {
+            ("ConfigMap", "settings"): {"data": {"a.json": "{}", "MODE": "fast"}},
+            ("ConfigMap", "kube-root-ca.crt"): {"data": {"ca.crt": "CA"}},
+            ("Secret", "creds"): {"data": {"token": base64.b64encode(b"s3cret").decode()}},
+            ("PersistentVolumeClaim", "model-store"): {"spec": {"volumeName": "pv-1"}},
+            ("PersistentVolume", "pv-1"): {"spec": {"hostPath": {"path": str(volume_root / "pv-1")}}},
+        }
+        self.token_requests: list[tuple[str, dict[str, Any]]] = []
+
+    def get(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        return self.objects.get((obj["kind"], obj["metadata"]["name"]))
+
+    def request(self, method: str, path: str, *, body: Any = None, **_: Any) -> dict[str, Any]:
+        self.token_requests.append((path, body))
+        return {"status": {"token": "bound-token"}}
+
+
+@pytest.fixture()
+def prepared(tmp_path: Path) -> tuple[Any, FakeKube, Path]:
+    kube = FakeKube(tmp_path / "volumes")
+    conn = Connection(server="https://127.0.0.1:6443", ca_pem=b"CA")
+    pods = PodProcesses(
+        kube,  # type: ignore[arg-type]
+        conn,
+        namespace="ns",
+        selector="x",
+        root=tmp_path / "pods",
+        runtime_bin=tmp_path / "venv" / "bin",
+    )
+    return pods.prepare(POD), kube, tmp_path
+
+
+def test_expansion_follows_kubernetes() -> None:
+    env = {"A": "1", "B": "two"}
+    assert expand("$(A)-$(B)-$(C)-$$(A)", env) == "1-two-$(C)-$(A)"
+
+
+def test_relocate_only_rewrites_paths_under_a_mount() -> None:
+    mounts = {"/models": Path("/host/pv"), "/models/big": Path("/host/big")}
+    assert relocate("/models/tiny", mounts) == "/host/pv/tiny"
+    assert relocate("/models", mounts) == "/host/pv"
+    assert relocate("/models/big/x", mounts) == "/host/big/x"
+    assert relocate("--path=/models/tiny", mounts) == "--path=/host/pv/tiny"
+    assert relocate("/modelsX/tiny", mounts) == "/modelsX/tiny"
+    assert relocate("dyn://ns.backend.generate", mounts) == "dyn://ns.backend.generate"
+
+
+def test_field_refs_come_from_the_live_pod() -> None:
+    assert field_value(POD, "metadata.uid") == "1234-uid"
+    assert field_value(POD, "status.podIP") == "10.244.0.7"
+    assert field_value(POD, "metadata.labels['app']") == "x"
+    with pytest.raises(PodProcessError, match="not supported"):
+        field_value(POD, "spec.containers[0].name")
+
+
+def test_free_ports_stay_below_the_runtimes_limit() -> None:
+    taken: set[int] = set()
+    ports = [free_port(taken) for _ in range(50)]
+    assert len(set(ports)) == 50
+    assert all(PORT_MIN <= p < PORT_MAX <= 32768 for p in ports)
+
+
+def test_a_process_is_the_main_container_with_the_listed_substitutions(
+    prepared: tuple[Any, FakeKube, Path],
+) -> None:
+    proc, kube, tmp = prepared
+    host_models = tmp / "volumes" / "pv-1"
+    cfg = proc.folder / "volumes" / "cfg"
+    # The rendered command and args, with paths under mounts relocated and $(VAR) expanded.
+    assert proc.argv == [
+        "python3", "-m", "dynamo.mocker", "--model-path", f"{host_models}/tiny",
+        f"--config={cfg}/a.json", "ns-g",
+    ]  # fmt: skip
+    env = proc.env
+    # fieldRefs from the live pod, secrets and envFrom read as the kubelet would.
+    assert (env["POD_NAME"], env["POD_UID"], env["TOKEN"]) == ("g-worker-abc-0", "1234-uid", "s3cret")
+    assert (env["CFG_MODE"], env["GREETING"]) == ("fast", "hi g-worker-abc-0 $(POD_NAME)")
+    # The container port becomes a free port below 32768, and so does the env naming it; a port
+    # that is not a container port is left as it is.
+    assert proc.ports["system"] == int(env["DYN_SYSTEM_PORT"]) < 32768
+    assert env["DYN_FORWARDPASS_METRIC_PORT"] == "20380"
+    assert env["DYN_TCP_RPC_HOST"] == "127.0.0.1" and int(env["DYN_TCP_RPC_PORT"]) < 32768
+    assert env["HF_HUB_OFFLINE"] == "1"
+    assert env["PATH"].split(":")[0] == str(tmp / "venv" / "bin")
+    # The only credential: a token of the pod's service account, bound to the pod.
+    (path, body), = kube.token_requests  # fmt: skip
+    assert path == "/api/v1/namespaces/ns/serviceaccounts/g-k8s-service-discovery/token"
+    assert body["spec"]["boundObjectRef"] == {
+        "apiVersion": "v1", "kind": "Pod", "name": "g-worker-abc-0", "uid": "1234-uid",
+    }  # fmt: skip
+    config = json.loads(Path(env["KUBECONFIG"]).read_text())
+    assert config["users"][0]["user"] == {"token": "bound-token"}
+    assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+    # Nothing else of ours leaks in: exactly the container's env plus the listed additions.
+    container_env = {e["name"] for e in POD["spec"]["containers"][0]["env"]} | {"CFG_a.json", "CFG_MODE"}
+    added = {"DYN_TCP_RPC_HOST", "DYN_TCP_RPC_PORT", "HF_HUB_OFFLINE", "HOME", "PATH", "KUBECONFIG", "PWD"}
+    assert set(env) == container_env | added
+    assert (cfg / "a.json").read_text() == "{}"
+    # The projected service-account volume holds the same bound token (one TokenRequest per pod).
+    projected = proc.folder / "volumes" / "kube-api-access-x"
+    assert (projected / "token").read_text() == "bound-token"
+    assert (projected / "namespace").read_text() == "ns" and (projected / "ca.crt").read_text() == "CA"
+    assert len(SUBSTITUTIONS) == 7
+
+
+def test_no_token_when_the_pod_opts_out(tmp_path: Path) -> None:
+    kube = FakeKube(tmp_path)
+    pod = {**POD, "spec": {**POD["spec"], "automountServiceAccountToken": False}}
+    pods = PodProcesses(
+        kube,  # type: ignore[arg-type]
+        Connection(server="https://127.0.0.1:1"),
+        namespace="ns",
+        selector="x",
+        root=tmp_path,
+        runtime_bin=tmp_path,
+    )
+    assert "KUBECONFIG" not in pods.prepare(pod).env
+    assert kube.token_requests == []
+
+
+def test_unsupported_volumes_are_named(tmp_path: Path) -> None:
+    pod = {**POD, "spec": {**POD["spec"], "volumes": [{"name": "models", "nfs": {"server": "x"}}]}}
+    pods = PodProcesses(
+        FakeKube(tmp_path),  # type: ignore[arg-type]
+        Connection(server="https://127.0.0.1:1"),
+        namespace="ns",
+        selector="x",
+        root=tmp_path,
+        runtime_bin=tmp_path,
+    )
+    with pytest.raises(PodProcessError, match="volume 'models' of type \\['nfs'\\]"):
+        pods.prepare(pod)
