@@ -1,10 +1,16 @@
-"""Shared fixtures: paths of the repository and the shared corpus."""
+"""Shared fixtures: paths of the repository and the shared corpus; for the integration and
+end-to-end suites, the offline toolchain and one local control plane per test session."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tools import toolchain
+from tools.localcluster import LocalCluster
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
@@ -29,3 +35,26 @@ def event_loop_for_mocks() -> None:
     import asyncio
 
     asyncio.set_event_loop(asyncio.new_event_loop())
+
+
+@pytest.fixture(scope="session")
+def offline_pulumi(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The pinned toolchain on PATH and Pulumi set up to run offline (as tools/env.sh does)."""
+    dirs = [str(d) for d in toolchain.bin_dirs()]
+    os.environ["PATH"] = os.pathsep.join([*dirs, str(REPO / ".venv" / "bin"), os.environ["PATH"]])
+    os.environ["PULUMI_SKIP_UPDATE_CHECK"] = "true"
+    os.environ["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
+    os.environ.setdefault("PULUMI_HOME", str(tmp_path_factory.mktemp("pulumi-home")))
+    toolchain.install_plugins(Path(os.environ["PULUMI_HOME"]))
+    os.environ.setdefault("PULUMI_LANGUAGE_HOST_PYTHON", str(REPO / ".venv" / "bin" / "python"))
+    os.environ["PULUMI_CONFIG_PASSPHRASE"] = "integration-tests"
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    c = LocalCluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()

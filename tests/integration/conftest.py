@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -15,7 +14,6 @@ from pulumi import automation as auto
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
-from tools import toolchain
 from tools.localcluster import LocalCluster
 
 
@@ -25,27 +23,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def offline_pulumi(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """The pinned toolchain on PATH and Pulumi set up to run offline (as tools/env.sh does)."""
-    dirs = [str(d) for d in toolchain.bin_dirs()]
-    os.environ["PATH"] = os.pathsep.join([*dirs, str(REPO / ".venv" / "bin"), os.environ["PATH"]])
-    os.environ["PULUMI_SKIP_UPDATE_CHECK"] = "true"
-    os.environ["PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION"] = "true"
-    os.environ.setdefault("PULUMI_HOME", str(tmp_path_factory.mktemp("pulumi-home")))
-    toolchain.install_plugins(Path(os.environ["PULUMI_HOME"]))
-    os.environ.setdefault("PULUMI_LANGUAGE_HOST_PYTHON", str(REPO / ".venv" / "bin" / "python"))
-    os.environ["PULUMI_CONFIG_PASSPHRASE"] = "integration-tests"
-
-
-@pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    c = LocalCluster(tmp_path_factory.mktemp("cluster"))
-    try:
-        c.start()
-        yield c
-    finally:
-        c.stop()
+@pytest.fixture(autouse=True)
+def _offline(offline_pulumi: None) -> None:
+    """Every integration test runs the pinned toolchain offline (tests/conftest.py)."""
 
 
 @pytest.fixture()
