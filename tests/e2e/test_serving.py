@@ -1,0 +1,319 @@
+"""A deployed graph serves requests: `pulumi up` on the local control plane, then every pod of the
+graph that kwok runs is started as a process of NVIDIA's Dynamo runtime 1.4.0 (frontend and mocker
+engine, CPU only) with its pod's service-account token as its only credential; requests go to the
+frontend. Discovery is Kubernetes discovery, as rendered: workers apply DynamoWorkerMetadata objects
+(the CRD the platform layer installs), the frontend watches them and the EndpointSlices."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from pulumi import automation as auto
+
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import KubeClient
+from tests.conftest import REPO
+from tests.e2e.conftest import GRAPHS
+from tests.integration.conftest import copy_project, make_stack, unique
+from tools.localcluster import LocalCluster
+from tools.podprocs import PodProcess, PodProcesses
+from tools.serving import HARNESS_USER_AGENT, chat, models, serving, wait_for_model
+
+WORKER_METADATA = ("nvidia.com/v1alpha1", "DynamoWorkerMetadata")
+WORKER_METADATA_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "dynamoworkermetadatas.nvidia.com"},
+}
+# The field manager the runtime applies its DynamoWorkerMetadata with.
+RUNTIME_FIELD_MANAGER = "dynamo-worker"
+# Requests the frontend handled per worker, from each worker's system port.
+REQUESTS_METRIC = re.compile(r"^dynamo_component_requests_total\{([^}]*)\}\s+([0-9.e+]+)$", re.M)
+# Requests counted across the workers of a scaled component.
+LOAD_REQUESTS = 20
+# Bounded waits of the harness.
+DISCOVERY_TIMEOUT_S = 60.0
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+@contextmanager
+def deployed(
+    tmp_path: Path, cluster: LocalCluster, graph: Path, namespace: str
+) -> Iterator[tuple[auto.Stack, Path]]:
+    """A stack deploying a copy of `graph` (returned, to edit and `up` again); destroyed at the end."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    project = copy_project(tmp_path)
+    copy = project / "graphs" / graph.name
+    copy.parent.mkdir()
+    copy.write_text(graph.read_text())
+    stack = make_stack(project, cluster, unique("serve"), namespace, [copy])
+    try:
+        result = stack.up(on_output=quiet)
+        assert result.summary.result == "succeeded"
+        yield stack, copy
+    finally:
+        stack.destroy(on_output=quiet)
+
+
+def set_replicas(graph: Path, component: str, replicas: int) -> None:
+    doc = yaml.safe_load(graph.read_text())
+    doc["spec"]["services"][component]["replicas"] = replicas
+    graph.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def set_frontend_env(graph: Path, name: str, value: str) -> None:
+    doc = yaml.safe_load(graph.read_text())
+    doc["spec"]["services"]["Frontend"].setdefault("envs", []).append({"name": name, "value": value})
+    graph.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def served_requests(proc: PodProcess) -> float:
+    """Requests a worker handled on its `generate` endpoint (its own Prometheus metrics)."""
+    text = httpx.get(f"http://127.0.0.1:{proc.ports['system']}/metrics", timeout=5).text
+    return sum(
+        float(value) for labels, value in REQUESTS_METRIC.findall(text) if 'endpoint="generate"' in labels
+    )
+
+
+def wait_until(predicate: object, timeout: float, what: str, pods: PodProcesses) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{pods.logs()}")
+
+
+def group_alive(proc: PodProcess) -> bool:
+    """Whether anything of the process's group still runs (children it may have left)."""
+    assert proc.popen is not None
+    try:
+        os.killpg(proc.popen.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def metadata_names(kube: KubeClient, namespace: str) -> set[str]:
+    return {o["metadata"]["name"] for o in kube.list(*WORKER_METADATA, namespace)}
+
+
+def worker_pods(kube: KubeClient, namespace: str, component: str) -> set[str]:
+    return {
+        p["metadata"]["name"]
+        for p in kube.list("v1", "Pod", namespace, label_selector=f"nvidia.com/dynamo-component={component}")
+        if not p["metadata"].get("deletionTimestamp")
+    }
+
+
+@pytest.fixture()
+def conn(cluster: LocalCluster) -> connection.Connection:
+    return connection.load(str(cluster.kubeconfig))
+
+
+def test_aggregated_graph_serves_and_scales(
+    tmp_path: Path,
+    cluster: LocalCluster,
+    harness_kube: KubeClient,
+    conn: connection.Connection,
+    runtime: Path,
+) -> None:
+    ns = unique("serve-agg")
+    with (
+        deployed(tmp_path, cluster, REPO / "examples" / "mocker-agg.yaml", ns) as (stack, graph),
+        serving(
+            harness_kube,
+            conn,
+            namespace=ns,
+            graph="mocker-agg",
+            root=tmp_path / "pods",
+            model_claim="model-store",
+        ) as pods,
+    ):
+        url = pods.url("Frontend", "http")
+        model = wait_for_model(url)
+        answer = chat(url, model, max_tokens=8)
+        assert answer.completion_tokens == 8, answer
+        assert len(answer.text.split()) == 8, answer
+
+        # Discovery went through the cluster: one DynamoWorkerMetadata per worker pod, applied by
+        # the runtime with the pod's own token and owned by its pod.
+        (worker,) = worker_pods(harness_kube, ns, "MockerWorker")
+        dwm = harness_kube.get({"apiVersion": WORKER_METADATA[0], "kind": WORKER_METADATA[1],
+                                "metadata": {"name": worker, "namespace": ns}})  # fmt: skip
+        assert dwm is not None, pods.logs()
+        assert {m["manager"] for m in dwm["metadata"]["managedFields"]} == {RUNTIME_FIELD_MANAGER}
+        (owner,) = dwm["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"]) == ("Pod", worker)
+
+        # Two replicas: both discovered, both take requests.
+        set_replicas(graph, "MockerWorker", 2)
+        assert stack.up(on_output=quiet).summary.result == "succeeded"
+        wait_until(
+            lambda: len(pods.running("MockerWorker")) == 2, DISCOVERY_TIMEOUT_S, "a second worker", pods
+        )
+        workers = worker_pods(harness_kube, ns, "MockerWorker")
+        wait_until(lambda: workers <= metadata_names(harness_kube, ns), DISCOVERY_TIMEOUT_S,
+                   "both workers' DynamoWorkerMetadata", pods)  # fmt: skip
+        procs = pods.running("MockerWorker")
+        before = {p.pod: served_requests(p) for p in procs}
+
+        def both_served() -> bool:
+            chat(url, model, max_tokens=2)
+            return all(served_requests(p) > before[p.pod] for p in procs)
+
+        wait_until(both_served, DISCOVERY_TIMEOUT_S, "requests on both workers", pods)
+        before = {p.pod: served_requests(p) for p in procs}
+        for _ in range(LOAD_REQUESTS):
+            chat(url, model, max_tokens=2)
+        counts = {p.pod: served_requests(p) - before[p.pod] for p in procs}
+        print(f"\n[e2e] {LOAD_REQUESTS} requests with 2 worker replicas, per worker: {counts}")
+        assert sum(counts.values()) == LOAD_REQUESTS and min(counts.values()) > 0, counts
+
+        # Back to one: the removed pod's DynamoWorkerMetadata goes with it (garbage-collected
+        # through its owner reference), and no request fails after it is gone.
+        set_replicas(graph, "MockerWorker", 1)
+        assert stack.up(on_output=quiet).summary.result == "succeeded"
+        wait_until(lambda: len(worker_pods(harness_kube, ns, "MockerWorker")) == 1, DISCOVERY_TIMEOUT_S,
+                   "one worker pod", pods)  # fmt: skip
+        (kept,) = worker_pods(harness_kube, ns, "MockerWorker")
+        (removed,) = workers - {kept}
+        wait_until(lambda: removed not in metadata_names(harness_kube, ns), DISCOVERY_TIMEOUT_S,
+                   f"DynamoWorkerMetadata {removed} to be garbage-collected", pods)  # fmt: skip
+        assert kept in metadata_names(harness_kube, ns)
+        wait_until(lambda: len(pods.running("MockerWorker")) == 1, DISCOVERY_TIMEOUT_S, "one worker", pods)
+        failures = []
+        for _ in range(LOAD_REQUESTS):
+            try:
+                chat(url, model, max_tokens=2)
+            except (RuntimeError, httpx.HTTPError) as e:
+                failures.append(str(e))
+        assert failures == [], failures
+    # Every process the harness started is gone (the block stops them, also on failure).
+    assert pods.history and not [p.pod for p in pods.history if p.alive() or group_alive(p)]
+
+
+def test_disaggregated_graph_prefills_on_the_prefill_worker(
+    tmp_path: Path,
+    cluster: LocalCluster,
+    harness_kube: KubeClient,
+    conn: connection.Connection,
+    runtime: Path,
+) -> None:
+    ns = unique("serve-disagg")
+    with (
+        deployed(tmp_path, cluster, GRAPHS / "mocker-disagg.yaml", ns),
+        serving(
+            harness_kube,
+            conn,
+            namespace=ns,
+            graph="mocker-disagg",
+            root=tmp_path / "pods",
+            model_claim="model-store",
+        ) as pods,
+    ):
+        url = pods.url("Frontend", "http")
+        model = wait_for_model(url)
+        (prefill,) = pods.running("prefill")
+        (decode,) = pods.running("decode")
+
+        def prefill_used() -> bool:
+            answer = chat(url, model, max_tokens=6)
+            assert answer.completion_tokens == 6, answer
+            return served_requests(prefill) > 0
+
+        wait_until(prefill_used, DISCOVERY_TIMEOUT_S, "a request prefilled by the prefill worker", pods)
+        assert served_requests(decode) > 0
+
+
+def test_kv_router_serves(
+    tmp_path: Path,
+    cluster: LocalCluster,
+    harness_kube: KubeClient,
+    conn: connection.Connection,
+    runtime: Path,
+) -> None:
+    ns = unique("serve-kv")
+    graph = tmp_path / "mocker-kv.yaml"
+    graph.write_text((REPO / "examples" / "mocker-agg.yaml").read_text())
+    set_frontend_env(graph, "DYN_ROUTER_MODE", "kv")
+    with (
+        deployed(tmp_path, cluster, graph, ns),
+        serving(
+            harness_kube,
+            conn,
+            namespace=ns,
+            graph="mocker-agg",
+            root=tmp_path / "pods",
+            model_claim="model-store",
+        ) as pods,
+    ):
+        url = pods.url("Frontend", "http")
+        model = wait_for_model(url)
+        for _ in range(3):
+            answer = chat(url, model, prompt="the quick brown fox jumps over the lazy dog", max_tokens=5)
+            assert answer.completion_tokens == 5, answer
+        (frontend,) = pods.running("Frontend")
+        assert frontend.env["DYN_ROUTER_MODE"] == "kv"
+        assert "KV Routing initialized" in frontend.log.read_text(), frontend.tail()
+
+
+def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, runtime: Path) -> None:
+    """Negative control, on a cluster of its own: the graph deployed as usual, then the
+    DynamoWorkerMetadata CRD removed (a cluster where nobody installed it). The worker cannot
+    register (the runtime's own error, a 404 from the API server) and the frontend finds no model."""
+    own = LocalCluster(tmp_path / "cluster")
+    own.start()
+    conn = connection.load(str(own.kubeconfig))
+    try:
+        ns = unique("serve-nocrd")
+        with (
+            deployed(tmp_path / "stack", own, REPO / "examples" / "mocker-agg.yaml", ns),
+            KubeClient(conn, HARNESS_USER_AGENT) as kube,
+        ):
+            kube.delete(WORKER_METADATA_CRD)
+            assert kube.wait_deleted(WORKER_METADATA_CRD, timeout=30)
+            with serving(
+                kube,
+                conn,
+                namespace=ns,
+                graph="mocker-agg",
+                root=tmp_path / "pods",
+                model_claim="model-store",
+            ) as pods:
+                (worker,) = pods.running("MockerWorker")
+                wait_until(lambda: "Failed to apply DynamoWorkerMetadata" in worker.tail(400), DISCOVERY_TIMEOUT_S,
+                           "the worker's discovery error", pods)  # fmt: skip
+                errors = [
+                    line
+                    for line in worker.tail(400).splitlines()
+                    if "Failed to apply DynamoWorkerMetadata" in line
+                ]
+                assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
+                url = pods.url("Frontend", "http")
+                wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
+                # Well past the discovery daemon's debounce: still nobody to serve.
+                time.sleep(3)
+                assert models(url) == [], "the frontend lists a model it could not have discovered"
+                with pytest.raises(RuntimeError, match="HTTP 404"):
+                    chat(url, "/models/tiny-chat")
+    finally:
+        own.stop()

@@ -1,0 +1,194 @@
+"""Serve a deployed graph for real: its pods as processes of NVIDIA's Dynamo runtime, and requests to it.
+
+The last step of `tools/run-local`, and what the end-to-end tests build on:
+
+    python -m tools.serving --kubeconfig .local/cluster/kubeconfig --namespace dynamo-local \
+        --graph mocker-agg --model-claim model-store --since <epoch seconds when `pulumi up` began>
+
+runs the graph's pods as processes (tools/podprocs.py), waits until the frontend lists the model,
+sends one chat completion, prints the answer and how long the graph took to serve its first token
+since `--since`, and stops every process it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import KubeClient
+from tools import dynamo_runtime
+from tools.kubelet import claim_dir
+from tools.podprocs import SUBSTITUTIONS, PodProcesses, pods_of
+
+# Folder of the tiny model on the model claim (what the example graphs' --model-path names).
+MODEL_FOLDER = "tiny-chat"
+TINY_MODEL_SCRIPT = Path(__file__).with_name("tinymodel.py")
+# How long a graph may take to list its model after its processes start.
+SERVE_TIMEOUT_S = 120.0
+# Requests' timeout (a mocker answers in well under a second).
+REQUEST_TIMEOUT_S = 30.0
+# User agent of the harness's own (admin) requests, told apart from the runtime's in the audit log.
+HARNESS_USER_AGENT = "dynamo-infra-podprocs/0.1.0"
+
+
+def write_tiny_model(folder: Path) -> Path:
+    """The tokenizer-only model in `folder`, built by the runtime virtualenv's `tokenizers`."""
+    python = dynamo_runtime.ensure()
+    subprocess.run([str(python), str(TINY_MODEL_SCRIPT), str(folder)], check=True, capture_output=True)
+    return folder
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    completion_tokens: int
+    # Seconds from sending the request to its first streamed token.
+    first_token_s: float
+    # When the first token arrived (epoch seconds).
+    first_token_at: float
+    model: str
+
+
+def models(base_url: str) -> list[str]:
+    """The model ids the frontend lists (empty while it knows no worker, or is not up)."""
+    try:
+        r = httpx.get(f"{base_url}/v1/models", timeout=5)
+    except httpx.TransportError:
+        return []
+    if r.status_code != 200:
+        return []
+    return [m["id"] for m in r.json().get("data") or []]
+
+
+def wait_for_model(base_url: str, timeout: float = SERVE_TIMEOUT_S, on_wait: object = None) -> str:
+    """The first model the frontend lists, waiting up to `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = models(base_url)
+        if found:
+            return found[0]
+        time.sleep(0.2)
+    raise TimeoutError(f"{base_url}/v1/models listed no model within {timeout:.0f}s")
+
+
+def chat(base_url: str, model: str, prompt: str = "hello world", max_tokens: int = 8) -> Completion:
+    """One streamed chat completion: its text, token count and time to the first token."""
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    started, started_at = time.monotonic(), time.time()
+    first: float | None = None
+    text: list[str] = []
+    tokens = 0
+    with httpx.stream("POST", f"{base_url}/v1/chat/completions", json=body, timeout=REQUEST_TIMEOUT_S) as r:
+        if r.status_code != 200:
+            r.read()
+            raise RuntimeError(f"chat completion: HTTP {r.status_code}: {r.text[:500]}")
+        for line in r.iter_lines():
+            if not line.startswith("data:") or line.strip() == "data: [DONE]":
+                continue
+            event = json.loads(line[len("data:") :])
+            for choice in event.get("choices") or []:
+                delta = (choice.get("delta") or {}).get("content")
+                if delta:
+                    first = first if first is not None else time.monotonic() - started
+                    text.append(delta)
+            if event.get("usage"):
+                tokens = int(event["usage"].get("completion_tokens") or 0)
+    if first is None:
+        raise RuntimeError(f"chat completion: no token streamed ({tokens} counted)")
+    return Completion("".join(text), tokens, first, started_at + first, model)
+
+
+@contextmanager
+def serving(
+    kube: KubeClient,
+    conn: connection.Connection,
+    *,
+    namespace: str,
+    graph: str,
+    root: Path,
+    model_claim: str | None = None,
+) -> Iterator[PodProcesses]:
+    """The graph's pods running as processes (following scale changes) until the block ends."""
+    runtime = dynamo_runtime.ensure()
+    if model_claim:
+        write_tiny_model(claim_dir(kube, namespace, model_claim) / MODEL_FOLDER)
+    pods = PodProcesses(
+        kube, conn, namespace=namespace, selector=pods_of(graph), root=root, runtime_bin=runtime.parent
+    )
+    try:
+        pods.sync()
+        pods.follow()
+        yield pods
+    finally:
+        pods.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--kubeconfig", required=True)
+    ap.add_argument("--namespace", required=True)
+    ap.add_argument("--graph", required=True)
+    ap.add_argument("--frontend", default="Frontend", help="the frontend component's name")
+    ap.add_argument("--model-claim", help="claim to put the tiny model on (folder tiny-chat)")
+    ap.add_argument("--since", type=float, help="epoch seconds `pulumi up` began (for time to first token)")
+    ap.add_argument(
+        "--root", default=".local/pods", type=Path, help="folder of the processes' files and logs"
+    )
+    args = ap.parse_args(argv)
+
+    started = time.time()
+    setup = time.monotonic()
+    dynamo_runtime.ensure()
+    print(
+        f"dynamo runtime {dynamo_runtime.DYNAMO_VERSION}: {dynamo_runtime.root()} ({time.monotonic() - setup:.1f}s)"
+    )
+    print("pods run as processes, with these substitutions only:")
+    for s in SUBSTITUTIONS:
+        print(f"  - {s}")
+    conn = connection.load(args.kubeconfig)
+    with (
+        KubeClient(conn, HARNESS_USER_AGENT) as kube,
+        serving(
+            kube,
+            conn,
+            namespace=args.namespace,
+            graph=args.graph,
+            root=args.root,
+            model_claim=args.model_claim,
+        ) as pods,
+    ):
+        for p in pods.running():
+            print(f"  pod {p.pod}: {' '.join(p.argv)}  (log {p.log})")
+        try:
+            url = pods.url(args.frontend, "http")
+            model = wait_for_model(url)
+            answer = chat(url, model)
+        except (TimeoutError, RuntimeError, KeyError) as e:
+            print(f"the graph does not serve: {e}\n{pods.logs()}", file=sys.stderr)
+            return 1
+        print(f"\nPOST {url}/v1/chat/completions (model {model}): {answer.text.strip()!r}")
+        print(f"  {answer.completion_tokens} tokens, first token after {answer.first_token_s * 1000:.0f} ms")
+        if args.since:
+            print(f"  first token {answer.first_token_at - args.since:.1f}s after `pulumi up` began")
+        print(f"  processes up to first token: {time.time() - started:.1f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
