@@ -45,14 +45,14 @@ SUBSTITUTIONS = (
     "to the local API server (KUBECONFIG); the only credential the process has",
     "DYN_TCP_RPC_HOST=127.0.0.1: workers publish a loopback request-plane address (kwok's pod IPs are "
     "not on this machine)",
-    "ports: each container port becomes a free loopback port below 32768 (env values naming a container "
-    "port take the new number), and DYN_TCP_RPC_PORT, the request plane, one too",
+    "ports: each container port becomes a free loopback port below 32768 (the runtime reads "
+    "DYN_SYSTEM_PORT into an i16); env values naming a container port take the new number",
     "filesystem: workingDir and HOME are a folder per pod; paths under a volume's mountPath in command, "
     "args and env name the host folder behind the volume (claim: its bound hostPath volume; emptyDir: "
     "a folder per pod; configMap, secret, projected service-account volume: their files written out)",
     "HF_HUB_OFFLINE=1: nothing is downloaded from a model hub",
 )
-# The runtime keeps ports in an i16: every port we hand out stays in [PORT_MIN, PORT_MAX).
+# The runtime keeps its system port in an i16: every port we hand out stays in [PORT_MIN, PORT_MAX).
 PORT_MIN, PORT_MAX = 20000, 32768
 # Seconds a stopped process gets between SIGTERM and SIGKILL (the pod's own grace period, capped).
 STOP_GRACE_S = 10.0
@@ -276,7 +276,6 @@ class PodProcesses:
 
         env = {k: relocate(renumber.get(v, v), mounts) for k, v in kubelet.env(container).items()}
         env["DYN_TCP_RPC_HOST"] = "127.0.0.1"
-        env["DYN_TCP_RPC_PORT"] = str(free_port(self._ports))
         env["HF_HUB_OFFLINE"] = "1"
         env["HOME"] = str(home)
         env["PATH"] = os.pathsep.join([str(self.runtime_bin), "/usr/local/bin", "/usr/bin", "/bin"])
