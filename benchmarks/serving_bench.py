@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                 ) as pods,
             ):
                 url = pods.url("Frontend", "http")
-                model = wait_for_model(url)
+                model = wait_for_model(url, pods)
                 first = chat(url, model)
                 figures["up_to_first_token_s"] = round(first.first_token_at - up_started, 1)
                 figures["first_request_first_token_ms"] = round(first.first_token_s * 1000, 1)

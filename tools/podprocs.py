@@ -157,8 +157,8 @@ class PodProcesses:
         self.conn = conn
         self.namespace = namespace
         self.selector = selector
-        self.root = root
-        self.runtime_bin = runtime_bin
+        self.root = root.resolve()
+        self.runtime_bin = runtime_bin.resolve()
         self.processes: dict[str, PodProcess] = {}
         # Every process ever started (stopped ones too), oldest first: for logs and counts.
         self.history: list[PodProcess] = []
@@ -233,6 +233,11 @@ class PodProcesses:
                 for p in self.processes.values()
                 if p.alive() and (component is None or p.component == component)
             ]
+
+    def exited(self) -> list[PodProcess]:
+        """Processes that ended while their pod is still there (a container that crashed)."""
+        with self._lock:
+            return [p for p in self.processes.values() if p.popen is not None and not p.alive()]
 
     def url(self, pod_or_component: str, port: str) -> str:
         """`http://127.0.0.1:<port>` of a pod's (or a component's first pod's) named container port."""

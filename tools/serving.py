@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -70,13 +71,20 @@ def models(base_url: str) -> list[str]:
     return [m["id"] for m in r.json().get("data") or []]
 
 
-def wait_for_model(base_url: str, timeout: float = SERVE_TIMEOUT_S, on_wait: object = None) -> str:
-    """The first model the frontend lists, waiting up to `timeout` seconds."""
+def wait_for_model(base_url: str, pods: PodProcesses | None = None, timeout: float = SERVE_TIMEOUT_S) -> str:
+    """The first model the frontend lists, waiting up to `timeout` seconds (failing at once when one
+    of `pods`' processes exits)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = models(base_url)
         if found:
             return found[0]
+        crashed = pods.exited() if pods is not None else []
+        if crashed:
+            raise RuntimeError(
+                f"{', '.join(p.pod for p in crashed)} exited "
+                f"({', '.join(str(p.popen.returncode) for p in crashed if p.popen)}):\n{crashed[0].tail()}"
+            )
         time.sleep(0.2)
     raise TimeoutError(f"{base_url}/v1/models listed no model within {timeout:.0f}s")
 
@@ -151,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         "--root", default=".local/pods", type=Path, help="folder of the processes' files and logs"
     )
     args = ap.parse_args(argv)
+    # A terminated run still stops the processes it started (the `serving` block's cleanup).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
     started = time.time()
     setup = time.monotonic()
@@ -177,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  pod {p.pod}: {' '.join(p.argv)}  (log {p.log})")
         try:
             url = pods.url(args.frontend, "http")
-            model = wait_for_model(url)
+            model = wait_for_model(url, pods)
             answer = chat(url, model)
         except (TimeoutError, RuntimeError, KeyError) as e:
             print(f"the graph does not serve: {e}\n{pods.logs()}", file=sys.stderr)

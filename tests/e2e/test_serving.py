@@ -149,7 +149,7 @@ def test_aggregated_graph_serves_and_scales(
         ) as pods,
     ):
         url = pods.url("Frontend", "http")
-        model = wait_for_model(url)
+        model = wait_for_model(url, pods)
         answer = chat(url, model, max_tokens=8)
         assert answer.completion_tokens == 8, answer
         assert len(answer.text.split()) == 8, answer
@@ -231,7 +231,7 @@ def test_disaggregated_graph_prefills_on_the_prefill_worker(
         ) as pods,
     ):
         url = pods.url("Frontend", "http")
-        model = wait_for_model(url)
+        model = wait_for_model(url, pods)
         (prefill,) = pods.running("prefill")
         (decode,) = pods.running("decode")
 
@@ -267,7 +267,7 @@ def test_kv_router_serves(
         ) as pods,
     ):
         url = pods.url("Frontend", "http")
-        model = wait_for_model(url)
+        model = wait_for_model(url, pods)
         for _ in range(3):
             answer = chat(url, model, prompt="the quick brown fox jumps over the lazy dog", max_tokens=5)
             assert answer.completion_tokens == 5, answer
