@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import sys
 import tempfile
@@ -20,15 +19,14 @@ import time
 from pathlib import Path
 
 import httpx
-from pulumi import automation as auto
 
+from benchmarks.common import REPO, local_stack
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from tools import dynamo_runtime, toolchain
 from tools.localcluster import LocalCluster
-from tools.serving import HARNESS_USER_AGENT, chat, serving, wait_for_model
+from tools.serving import HARNESS_USER_AGENT, chat, served
 
-REPO = Path(__file__).resolve().parent.parent
 GRAPH = REPO / "examples" / "mocker-agg.yaml"
 NAMESPACE = "bench-serving"
 # Tokens each load request asks for.
@@ -101,44 +99,19 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(d)
         cluster = LocalCluster(root / "cluster").start()
         try:
-            project = root / "project"
-            project.mkdir()
-            for name in ("Pulumi.yaml", "__main__.py"):
-                shutil.copy(REPO / name, project / name)
-            (project / "stacks").mkdir()
-            (project / ".venv").symlink_to(REPO / ".venv")
-            opts = auto.LocalWorkspaceOptions(
-                work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{root}"}
-            )
-            stack = auto.create_stack("serving", work_dir=str(project), opts=opts)
-            stack.set_all_config(
-                {
-                    "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-                    "dynamo-infra:cluster": auto.ConfigValue(json.dumps({"namespace": NAMESPACE})),
-                    "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(GRAPH)])),
-                }
-            )
+            stack = local_stack(root, cluster, "serving", GRAPH, NAMESPACE)
             up_started = time.time()
             stack.up(on_output=lambda _: None)
             figures["pulumi_up_s"] = round(time.time() - up_started, 1)
             conn = connection.load(str(cluster.kubeconfig))
             with (
                 KubeClient(conn, HARNESS_USER_AGENT) as kube,
-                serving(
-                    kube,
-                    conn,
-                    namespace=NAMESPACE,
-                    graph="mocker-agg",
-                    root=root / "pods",
-                    model_claim="model-store",
-                ) as pods,
+                served(kube, conn, namespace=NAMESPACE, graph="mocker-agg", root=root / "pods") as live,
             ):
-                url = pods.url("Frontend", "http")
-                model = wait_for_model(url, pods)
-                first = chat(url, model)
+                first = chat(live.url, live.model)
                 figures["up_to_first_token_s"] = round(first.first_token_at - up_started, 1)
                 figures["first_request_first_token_ms"] = round(first.first_token_s * 1000, 1)
-                figures["load"] = load(url, model, args.seconds, args.concurrency)
+                figures["load"] = load(live.url, live.model, args.seconds, args.concurrency)
             stack.destroy(on_output=lambda _: None)
         finally:
             cluster.stop()

@@ -7,19 +7,15 @@ no-op `up` (and the API requests it makes, by client), update of one component, 
 from __future__ import annotations
 
 import collections
-import json
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from pulumi import automation as auto
-
+from benchmarks.common import local_stack
 from tools import toolchain
 from tools.localcluster import LocalCluster
 
-REPO = Path(__file__).resolve().parent.parent
 GRAPH = """\
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
@@ -68,25 +64,9 @@ def main() -> int:
         root = Path(d)
         cluster = timed("local control plane start", lambda: LocalCluster(root / "cluster").start())
         try:
-            project = root / "project"
-            project.mkdir()
-            for name in ("Pulumi.yaml", "__main__.py"):
-                shutil.copy(REPO / name, project / name)
-            (project / "stacks").mkdir()
-            (project / ".venv").symlink_to(REPO / ".venv")
-            graph = project / "bench.yaml"
+            graph = root / "bench.yaml"
             graph.write_text(GRAPH)
-            opts = auto.LocalWorkspaceOptions(
-                work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{root}"}
-            )
-            stack = auto.create_stack("bench", work_dir=str(project), opts=opts)
-            stack.set_all_config(
-                {
-                    "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
-                    "dynamo-infra:cluster": auto.ConfigValue(json.dumps({"namespace": "bench"})),
-                    "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(graph)])),
-                }
-            )
+            stack = local_stack(root, cluster, "bench", graph, "bench")
             quiet = {"on_output": lambda _: None}
             timed("first up (3 components, awaited)", lambda: stack.up(**quiet))
             before = len(cluster.audit_events())

@@ -31,8 +31,11 @@ from tools import dynamo_runtime
 from tools.kubelet import claim_dir
 from tools.podprocs import SUBSTITUTIONS, PodProcesses, pods_of
 
-# Folder of the tiny model on the model claim (what the example graphs' --model-path names).
+# The example graphs' model claim, and the tiny model's folder on it (what their --model-path names).
+MODEL_CLAIM = "model-store"
 MODEL_FOLDER = "tiny-chat"
+# The example graphs' frontend component.
+FRONTEND = "Frontend"
 TINY_MODEL_SCRIPT = Path(__file__).with_name("tinymodel.py")
 # How long a graph may take to list its model after its processes start.
 SERVE_TIMEOUT_S = 120.0
@@ -147,13 +150,41 @@ def serving(
         pods.close()
 
 
+@dataclass(frozen=True)
+class Served:
+    """A graph whose frontend lists its model: the processes, the frontend's URL, the model id."""
+
+    pods: PodProcesses
+    url: str
+    model: str
+
+
+@contextmanager
+def served(
+    kube: KubeClient,
+    conn: connection.Connection,
+    *,
+    namespace: str,
+    graph: str,
+    root: Path,
+    model_claim: str | None = MODEL_CLAIM,
+    frontend: str = FRONTEND,
+) -> Iterator[Served]:
+    """`serving`, once the frontend lists a model."""
+    with serving(kube, conn, namespace=namespace, graph=graph, root=root, model_claim=model_claim) as pods:
+        url = pods.url(frontend, "http")
+        yield Served(pods, url, wait_for_model(url, pods))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", required=True)
     ap.add_argument("--namespace", required=True)
     ap.add_argument("--graph", required=True)
-    ap.add_argument("--frontend", default="Frontend", help="the frontend component's name")
-    ap.add_argument("--model-claim", help="claim to put the tiny model on (folder tiny-chat)")
+    ap.add_argument("--frontend", default=FRONTEND, help="the frontend component's name")
+    ap.add_argument(
+        "--model-claim", default=MODEL_CLAIM, help="claim to put the tiny model on (folder tiny-chat)"
+    )
     ap.add_argument("--since", type=float, help="epoch seconds `pulumi up` began (for time to first token)")
     ap.add_argument(
         "--root", default=".local/pods", type=Path, help="folder of the processes' files and logs"

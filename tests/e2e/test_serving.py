@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -25,7 +26,7 @@ from tests.e2e.conftest import GRAPHS
 from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
-from tools.serving import HARNESS_USER_AGENT, chat, models, serving, wait_for_model
+from tools.serving import HARNESS_USER_AGENT, Served, chat, models, served, serving
 
 WORKER_METADATA = ("nvidia.com/v1alpha1", "DynamoWorkerMetadata")
 WORKER_METADATA_CRD = {
@@ -64,6 +65,42 @@ def deployed(
         yield stack, copy
     finally:
         stack.destroy(on_output=quiet)
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """A graph deployed by its own stack and served: the stack, the graph file it deploys (edit it and
+    `up` again), its namespace, and the served graph."""
+
+    stack: auto.Stack
+    graph: Path
+    namespace: str
+    live: Served
+
+
+Serve = Callable[[Path, str], AbstractContextManager[Deployed]]
+
+
+@pytest.fixture()
+def serve(
+    tmp_path: Path,
+    cluster: LocalCluster,
+    harness_kube: KubeClient,
+    conn: connection.Connection,
+    runtime: Path,
+) -> Serve:
+    """`with serve(graph_file, graph_name) as d:` deploys the graph, runs its pods, waits for its model."""
+
+    @contextmanager
+    def run(graph: Path, name: str) -> Iterator[Deployed]:
+        ns = unique("serve")
+        with (
+            deployed(tmp_path, cluster, graph, ns) as (stack, copy),
+            served(harness_kube, conn, namespace=ns, graph=name, root=tmp_path / "pods") as live,
+        ):
+            yield Deployed(stack, copy, ns, live)
+
+    return run
 
 
 def set_replicas(graph: Path, component: str, replicas: int) -> None:
@@ -129,27 +166,10 @@ def conn(cluster: LocalCluster) -> connection.Connection:
     return connection.load(str(cluster.kubeconfig))
 
 
-def test_aggregated_graph_serves_and_scales(
-    tmp_path: Path,
-    cluster: LocalCluster,
-    harness_kube: KubeClient,
-    conn: connection.Connection,
-    runtime: Path,
-) -> None:
-    ns = unique("serve-agg")
-    with (
-        deployed(tmp_path, cluster, REPO / "examples" / "mocker-agg.yaml", ns) as (stack, graph),
-        serving(
-            harness_kube,
-            conn,
-            namespace=ns,
-            graph="mocker-agg",
-            root=tmp_path / "pods",
-            model_claim="model-store",
-        ) as pods,
-    ):
-        url = pods.url("Frontend", "http")
-        model = wait_for_model(url, pods)
+def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClient) -> None:
+    with serve(REPO / "examples" / "mocker-agg.yaml", "mocker-agg") as d:
+        stack, graph, ns = d.stack, d.graph, d.namespace
+        pods, url, model = d.live.pods, d.live.url, d.live.model
         answer = chat(url, model, max_tokens=8)
         assert answer.completion_tokens == 8, answer
         assert len(answer.text.split()) == 8, answer
@@ -211,27 +231,9 @@ def test_aggregated_graph_serves_and_scales(
     assert pods.history and not [p.pod for p in pods.history if p.alive() or group_alive(p)]
 
 
-def test_disaggregated_graph_prefills_on_the_prefill_worker(
-    tmp_path: Path,
-    cluster: LocalCluster,
-    harness_kube: KubeClient,
-    conn: connection.Connection,
-    runtime: Path,
-) -> None:
-    ns = unique("serve-disagg")
-    with (
-        deployed(tmp_path, cluster, GRAPHS / "mocker-disagg.yaml", ns),
-        serving(
-            harness_kube,
-            conn,
-            namespace=ns,
-            graph="mocker-disagg",
-            root=tmp_path / "pods",
-            model_claim="model-store",
-        ) as pods,
-    ):
-        url = pods.url("Frontend", "http")
-        model = wait_for_model(url, pods)
+def test_disaggregated_graph_prefills_on_the_prefill_worker(serve: Serve) -> None:
+    with serve(GRAPHS / "mocker-disagg.yaml", "mocker-disagg") as d:
+        pods, url, model = d.live.pods, d.live.url, d.live.model
         (prefill,) = pods.running("prefill")
         (decode,) = pods.running("decode")
 
@@ -244,30 +246,12 @@ def test_disaggregated_graph_prefills_on_the_prefill_worker(
         assert served_requests(decode) > 0
 
 
-def test_kv_router_serves(
-    tmp_path: Path,
-    cluster: LocalCluster,
-    harness_kube: KubeClient,
-    conn: connection.Connection,
-    runtime: Path,
-) -> None:
-    ns = unique("serve-kv")
+def test_kv_router_serves(serve: Serve, tmp_path: Path) -> None:
     graph = tmp_path / "mocker-kv.yaml"
     graph.write_text((REPO / "examples" / "mocker-agg.yaml").read_text())
     set_frontend_env(graph, "DYN_ROUTER_MODE", "kv")
-    with (
-        deployed(tmp_path, cluster, graph, ns),
-        serving(
-            harness_kube,
-            conn,
-            namespace=ns,
-            graph="mocker-agg",
-            root=tmp_path / "pods",
-            model_claim="model-store",
-        ) as pods,
-    ):
-        url = pods.url("Frontend", "http")
-        model = wait_for_model(url, pods)
+    with serve(graph, "mocker-agg") as d:
+        pods, url, model = d.live.pods, d.live.url, d.live.model
         for _ in range(3):
             answer = chat(url, model, prompt="the quick brown fox jumps over the lazy dog", max_tokens=5)
             assert answer.completion_tokens == 5, answer
