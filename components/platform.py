@@ -39,6 +39,8 @@ CLUSTER_FIELD_MANAGER = "dynamo-infra-platform"
 FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
 # Labels on what the platform layer creates.
 MANAGED_BY = {"app.kubernetes.io/managed-by": "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
+# API groups whose CRD conversion webhooks only the Dynamo operator serves: installed without them.
+OPERATOR_WEBHOOK_GROUPS = frozenset({"nvidia.com"})
 # On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
 # that manages (and may delete) them.
 OWNER_ANNOTATION = "dynamo-infra.io/owner-stack"
@@ -115,8 +117,18 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
 
 
+def without_operator_webhook(spec: dict[str, Any]) -> dict[str, Any]:
+    """A CRD spec whose conversion webhook only the Dynamo operator serves, converting with strategy
+    None instead (nothing serves the webhook without the operator: every read of another version fails)."""
+    conversion = spec.get("conversion") or {}
+    if spec.get("group") in OPERATOR_WEBHOOK_GROUPS and conversion.get("strategy") == "Webhook":
+        return {**spec, "conversion": {"strategy": "None"}}
+    return spec
+
+
 def installable(crd: dict[str, Any]) -> dict[str, Any]:
-    """The CRD as the platform installs it: schema descriptions dropped, server-written status left out."""
+    """The CRD as the platform installs it: schema descriptions dropped, server-written status left
+    out, no conversion webhook of the Dynamo operator."""
     spec = dict(crd["spec"])
     spec["versions"] = [
         {
@@ -134,7 +146,7 @@ def installable(crd: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": crd["apiVersion"],
         "kind": crd["kind"],
         "metadata": shared(crd["metadata"]),
-        "spec": spec,
+        "spec": without_operator_webhook(spec),
     }
 
 

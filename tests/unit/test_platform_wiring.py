@@ -3,9 +3,11 @@ resources; status of a component whose objects do not all exist yet is not ready
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 
 from dynamo_infra.reconcile.workload import REASON_NOT_CREATED, observed_status
 from tests.conftest import REPO
@@ -95,3 +97,17 @@ def test_ownership_of_existing_objects() -> None:
     assert not owned_by(obj(ours, mine), "p/b")  # another stack's
     assert not owned_by(obj({"team": "x"}), "p/a")  # a user's
     assert owned_by(obj(ours), "p/a")  # created by dynamo-infra before owners were recorded
+
+
+def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> None:
+    from components.platform import installable
+
+    text = (corpus / "crds" / "dynamo" / "nvidia.com_dynamographdeployments.yaml").read_text()
+    (dgd,) = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    assert dgd["spec"]["conversion"]["strategy"] == "Webhook"
+    crd = installable(dgd)
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+    assert [v["name"] for v in crd["spec"]["versions"]] == [v["name"] for v in dgd["spec"]["versions"]]
+    # Other groups' webhooks are served by their own controllers: kept.
+    other = {**dgd, "spec": {**dgd["spec"], "group": "example.com"}}
+    assert installable(other)["spec"]["conversion"] == dgd["spec"]["conversion"]
