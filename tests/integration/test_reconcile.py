@@ -66,7 +66,9 @@ spec:
       replicas: 1
       extraPodSpec:
         mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+          image: nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.0
+          command: [python3, -m, dynamo.planner]
+          args: [--config, '{"environment": "virtual", "model_name": "Qwen/Qwen3-0.6B"}']
 """
 
 
