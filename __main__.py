@@ -63,13 +63,14 @@ keeps_claims = any(
     r.pvcs or r.required_pvcs for r in (render_graph(d, options, options.namespace) for d in dgds)
 )
 # The stack creates (and may delete) the namespace and service accounts only if they are absent or
-# its own; those of a user or another stack are used as they are.
+# its own; those of a user or another stack are used as they are, as are Dynamo CRDs another tool
+# (a Helm-installed operator) installed.
 try:
     ownership = read_ownership(
         kubeconfig_text, context, options.namespace, f"{pulumi.get_project()}/{pulumi.get_stack()}"
     )
 except (KubeError, ValueError) as e:
-    fail(f"{kubeconfig_key}: cannot read namespace {options.namespace}: {e}")
+    fail(f"{kubeconfig_key}: cannot read namespace {options.namespace} or the Dynamo CRDs: {e}")
 provider = k8s.Provider("cluster", kubeconfig=kubeconfig, context=context, enable_server_side_apply=True)
 platform = Platform(
     "platform",

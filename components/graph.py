@@ -19,6 +19,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import Obj, object_key
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
 from dynamo_infra.render.names import LABEL_COMPONENT
+from dynamo_infra.render.preflight import unmet_needs
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
@@ -156,6 +157,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     `Checkpoint` first; their objects are rendered from its readiness, so `Immediate` components
     start at once and `WaitForCheckpoint` ones start restore-wired once the capture is Ready.
     Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
+
+    A graph with components that need what only the operator serves (a planner in its kubernetes
+    environment) is refused: DynamoValidationError naming each (`render.preflight`).
     """
 
     state: pulumi.Output[str]
@@ -179,6 +183,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         super().__init__(GRAPH_TYPE, name, None, opts)
         options = options or ClusterOptions()
         dgd = load_graph(graph)
+        unmet = unmet_needs(dgd)
+        if unmet:
+            raise DynamoValidationError(unmet)
         self.rendered = render_graph(dgd, options, namespace)
         child = pulumi.ResourceOptions(parent=self)
         depends: list[pulumi.Resource] = []

@@ -2,18 +2,22 @@
 
 The namespace and the service accounts are created and deleted by the stack that created them
 (annotation OWNER_ANNOTATION); one that already exists and belongs to a user or another stack is
-used as it is, never modified nor deleted (see `owned_by`). The service accounts (with their RBAC) that planner and EPP pods run as; optionally
-the third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
+used as it is, never modified nor deleted (see `owned_by`). The service accounts (with their RBAC)
+that planner and EPP pods run as; the Dynamo runtime's CRDs (`stacks/crds/dynamo/`, always); the
+third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
 
-CRDs are never deleted by `pulumi destroy` (`retain_on_delete`): deleting a CRD deletes every custom
-resource of its kind in the whole cluster, other stacks' and other tools' included. The DeviceClass
-holds no data and is deleted with the stack.
+A Dynamo CRD that exists and was not installed by dynamo-infra (a Helm-installed operator's) is used
+as it is, never applied nor deleted (see `crd_owner`). CRDs are never deleted by `pulumi destroy`
+(`retain_on_delete`): deleting a CRD deletes every custom resource of its kind in the whole
+cluster, other stacks' and other tools' included. The DeviceClass holds no data and is deleted with
+the stack.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from dynamo_infra.platform_options import DYNAMO_CRD_SET
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient, Obj
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
@@ -37,8 +42,14 @@ DEVICE_CLASS_API_VERSION = "resource.k8s.io/v1"
 CLUSTER_FIELD_MANAGER = "dynamo-infra-platform"
 # pulumi-kubernetes reads the field manager from this annotation (instead of a per-resource random one).
 FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
+# Label naming the tool that manages an object.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 # Labels on what the platform layer creates.
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
+MANAGED_BY = {MANAGED_BY_LABEL: "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
+# API groups whose CRD conversion webhooks only the Dynamo operator serves: installed without them.
+OPERATOR_WEBHOOK_GROUPS = frozenset({"nvidia.com"})
+# API version of CustomResourceDefinitions.
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
 # On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
 # that manages (and may delete) them.
 OWNER_ANNOTATION = "dynamo-infra.io/owner-stack"
@@ -115,8 +126,18 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
 
 
+def without_operator_webhook(spec: dict[str, Any]) -> dict[str, Any]:
+    """A CRD spec whose conversion webhook only the Dynamo operator serves, converting with strategy
+    None instead (nothing serves the webhook without the operator: every read of another version fails)."""
+    conversion = spec.get("conversion") or {}
+    if spec.get("group") in OPERATOR_WEBHOOK_GROUPS and conversion.get("strategy") == "Webhook":
+        return {**spec, "conversion": {"strategy": "None"}}
+    return spec
+
+
 def installable(crd: dict[str, Any]) -> dict[str, Any]:
-    """The CRD as the platform installs it: schema descriptions dropped, server-written status left out."""
+    """The CRD as the platform installs it: schema descriptions dropped, server-written status left
+    out, no conversion webhook of the Dynamo operator."""
     spec = dict(crd["spec"])
     spec["versions"] = [
         {
@@ -134,7 +155,7 @@ def installable(crd: dict[str, Any]) -> dict[str, Any]:
         "apiVersion": crd["apiVersion"],
         "kind": crd["kind"],
         "metadata": shared(crd["metadata"]),
-        "spec": spec,
+        "spec": without_operator_webhook(spec),
     }
 
 
@@ -144,8 +165,9 @@ def shared(metadata: dict[str, Any]) -> dict[str, Any]:
     return {**metadata, "annotations": annotations}
 
 
-def crd_documents(crd_dir: Path, crd_set: str) -> list[dict[str, Any]]:
-    """The CustomResourceDefinitions of one shipped set (every YAML document of its folder)."""
+@functools.cache
+def crd_documents(crd_dir: Path, crd_set: str) -> tuple[dict[str, Any], ...]:
+    """The CustomResourceDefinitions of one shipped set (every YAML document of its folder; read once)."""
     files = sorted((crd_dir / crd_set).glob("*.yaml"))
     if not files:
         raise FileNotFoundError(f"{crd_dir / crd_set} holds no CRD files")
@@ -154,7 +176,34 @@ def crd_documents(crd_dir: Path, crd_set: str) -> list[dict[str, Any]]:
     for d in docs:
         if d.get("kind") != "CustomResourceDefinition":
             raise ValueError(f"{crd_dir / crd_set}: {d.get('kind')} is not a CustomResourceDefinition")
-    return docs
+    return tuple(docs)
+
+
+def dynamo_crd_names(crd_dir: Path = DEFAULT_CRD_DIR) -> list[str]:
+    """Names of the Dynamo runtime's CRDs every stack installs."""
+    return [str(d["metadata"]["name"]) for d in crd_documents(crd_dir, DYNAMO_CRD_SET)]
+
+
+def crd_stub(name: str) -> Obj:
+    return {"apiVersion": CRD_API_VERSION, "kind": "CustomResourceDefinition", "metadata": {"name": name}}
+
+
+def crd_owner(live: Obj | None) -> str | None:
+    """Who else manages this CRD; None when the platform does: the CRD is absent (the platform installs
+    it), or applied by CLUSTER_FIELD_MANAGER and labelled as managed by no other tool."""
+    if live is None:
+        return None
+    meta = live.get("metadata") or {}
+    managed_by = (meta.get("labels") or {}).get(MANAGED_BY_LABEL)
+    if managed_by is not None and managed_by != MANAGED_BY[MANAGED_BY_LABEL]:
+        return f"managed by {managed_by}"
+    # Writers of the object itself (the API server's status updates left out).
+    managers = sorted(
+        {str(m.get("manager")) for m in meta.get("managedFields") or [] if not m.get("subresource")}
+    )
+    if CLUSTER_FIELD_MANAGER in managers:
+        return None
+    return f"applied by {', '.join(managers)}" if managers else "installed by another tool"
 
 
 def owned_by(live: Obj | None, stack: str) -> bool:
@@ -180,10 +229,14 @@ class Ownership:
     namespace: bool = True
     # Service accounts (each with its Role and RoleBinding) the stack manages.
     accounts: frozenset[str] = PLATFORM_ACCOUNTS
+    # Dynamo CRDs another tool installed (name: who manages it): used as they are, never applied.
+    foreign_crds: Mapping[str, str] = field(default_factory=dict)
 
 
-def read_ownership(kubeconfig: str, context: str | None, namespace: str, stack: str) -> Ownership:
-    """Ownership from the cluster as it is when the program runs (a few GETs)."""
+def read_ownership(
+    kubeconfig: str, context: str | None, namespace: str, stack: str, crd_dir: Path = DEFAULT_CRD_DIR
+) -> Ownership:
+    """Ownership from the cluster as it is when the program runs (a few GETs; CRDs' metadata only)."""
     with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
         live_ns = client.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
         accounts = frozenset(
@@ -201,7 +254,9 @@ def read_ownership(kubeconfig: str, context: str | None, namespace: str, stack: 
                 stack,
             )
         )
-    return Ownership(stack, owned_by(live_ns, stack), accounts)
+        owners = {name: crd_owner(client.get_metadata(crd_stub(name))) for name in dynamo_crd_names(crd_dir)}
+    foreign = {name: owner for name, owner in owners.items() if owner is not None}
+    return Ownership(stack, owned_by(live_ns, stack), accounts, foreign)
 
 
 def device_class_manifest(name: str) -> dict[str, Any]:
@@ -258,7 +313,18 @@ class Platform(pulumi.ComponentResource):
             else None
         )
         retained = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(retain_on_delete=True))
-        docs = [doc for crd_set in crds for doc in crd_documents(crd_dir, crd_set)]
+        sets = [DYNAMO_CRD_SET, *(s for s in crds if s != DYNAMO_CRD_SET)]
+        docs = [
+            doc
+            for crd_set in sets
+            for doc in crd_documents(crd_dir, crd_set)
+            if doc["metadata"]["name"] not in ownership.foreign_crds
+        ]
+        for crd_name, owner in sorted(ownership.foreign_crds.items()):
+            pulumi.log.info(
+                f"CRD {crd_name} exists, {owner}: used as it is (never applied nor deleted by this stack)",
+                resource=self,
+            )
         self.crd_names = [str(doc["metadata"]["name"]) for doc in docs]
         self.crds = [
             k8s.apiextensions.v1.CustomResourceDefinition(
@@ -290,6 +356,7 @@ class Platform(pulumi.ComponentResource):
                 "namespace": namespace,
                 "namespaceOwned": self.namespace is not None,
                 "crds": self.crd_names,
+                "crdsUsedAsTheyAre": sorted(ownership.foreign_crds),
                 "deviceClass": device_class,
             }
         )

@@ -1,6 +1,7 @@
 """PlatformOptions: what a stack's platform layer installs besides the namespace (`dynamo-infra:platform`).
 
-`installCrds` names third-party CRD sets shipped with the project (`stacks/crds/<set>/`);
+`installCrds` names third-party CRD sets shipped with the project (`stacks/crds/<set>/`; the Dynamo
+runtime's own set is installed by every stack, unlisted);
 `deviceClass` creates the DRA DeviceClass of `dynamo-infra:cluster` `dra.deviceClass`. Problems
 name their key path under `dynamo-infra:platform`; cross-checks against the cluster options name
 the `dynamo-infra:cluster` key they contradict.
@@ -19,6 +20,9 @@ from dynamo_infra.config import ClusterOptions
 CrdSet = Literal["grove", "lws", "keda", "istio", "inference"]
 # Every CRD set the project ships, in the order they are installed.
 CRD_SETS: tuple[CrdSet, ...] = ("grove", "lws", "keda", "istio", "inference")
+# The Dynamo runtime's CRDs (DynamoWorkerMetadata, the store of Kubernetes discovery): every stack
+# installs them, so they are never listed.
+DYNAMO_CRD_SET = "dynamo"
 
 
 class PlatformOptions(DynamoModel):

@@ -20,6 +20,8 @@ FIELD_MANAGER = "dynamo-infra"
 USER_AGENT = "dynamo-infra/0.1.0"
 # User agent of the Pulumi program's own reads (which namespace-level objects the stack owns).
 PROGRAM_USER_AGENT = "dynamo-infra-program/0.1.0"
+# Accept header asking for an object's metadata only (PartialObjectMetadata: no spec, no status).
+METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Per-request timeout against the API server.
 REQUEST_TIMEOUT_S = 30.0
 # Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
@@ -86,8 +88,8 @@ class KubeClient:
     # --- transport ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
-                content_type: str = "application/json") -> Obj:  # fmt: skip
-        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+                content_type: str = "application/json", accept: str = "application/json") -> Obj:  # fmt: skip
+        headers = {"Accept": accept, "User-Agent": self.user_agent}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
         data = None
@@ -184,6 +186,14 @@ class KubeClient:
         info, ns, name = self._info(obj)
         try:
             return self.request("GET", info.path(ns, name))
+        except NotFound:
+            return None
+
+    def get_metadata(self, obj: Obj) -> Obj | None:
+        """The object's metadata (labels, annotations, managedFields) without its body, or None when absent."""
+        info, ns, name = self._info(obj)
+        try:
+            return self.request("GET", info.path(ns, name), accept=METADATA_ONLY)
         except NotFound:
             return None
 

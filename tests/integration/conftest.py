@@ -35,14 +35,16 @@ def kube(cluster: LocalCluster) -> Iterator[KubeClient]:
 
 
 def copy_project(root: Path) -> Path:
-    """`root/project`: the Pulumi project (program, examples) using the repository's virtualenv,
-    with its file backend in `root/state`."""
+    """`root/project`: the Pulumi project (program, examples, shipped CRD sets) using the repository's
+    virtualenv, with its file backend in `root/state`."""
     dest = root / "project"
     dest.mkdir()
     for name in ("Pulumi.yaml", "__main__.py"):
         shutil.copy(REPO / name, dest / name)
     shutil.copytree(REPO / "examples", dest / "examples")
     (dest / "stacks").mkdir()
+    # Every stack's platform layer installs the Dynamo CRD set from here.
+    (dest / "stacks" / "crds").symlink_to(REPO / "stacks" / "crds")
     (dest / ".venv").symlink_to(REPO / ".venv")
     (root / "state").mkdir()
     return dest

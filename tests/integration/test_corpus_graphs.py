@@ -2,10 +2,12 @@
 
 Aggregated (`vllm__agg`), disaggregated prefill/decode behind the frontend's router
 (`sglang__disagg`: neither it nor `vllm__disagg` sets a KV router mode, so the one with a second
-backend was chosen) and disaggregated with the SLA planner (`vllm__disagg_planner`), in one stack as
-a platform engineer would list them: every rendered object is accepted and stored, Deployments become
-Available (kwok), each Service's EndpointSlices hold exactly its component's pods, and each graph's
-status output says `successful`. Every single-node corpus graph's render is also checked against the
+backend was chosen) and disaggregated with the SLA planner (`vllm__disagg_planner`, its planner
+switched to the virtual environment), in one stack as a platform engineer would list them: every
+rendered object is accepted and stored, Deployments become Available (kwok), each Service's
+EndpointSlices hold exactly its component's pods, and each graph's status output says `successful`.
+The planner graph as shipped (environment kubernetes: it needs the operator's DGD) fails the
+preview, naming its planner. Every single-node corpus graph's render is also checked against the
 real API server (dry-run apply with strict field validation).
 """
 
@@ -16,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pulumi import automation as auto
 
 from components import load_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
@@ -32,17 +35,27 @@ GRAPHS = {
     "sglang__disagg.yaml": "sglang-disagg",
     "vllm__disagg_planner.yaml": "vllm-disagg-planner",
 }
+# The corpus graph with a planner, and how its planner is switched to the virtual environment (the
+# kubernetes one needs the operator's DGD object).
+PLANNER_GRAPH = "vllm__disagg_planner.yaml"
+KUBERNETES_PLANNER = "--environment=kubernetes"
+VIRTUAL_PLANNER = "--environment=virtual"
 # What the graphs reference but do not create: users create these first.
 HF_TOKEN_SECRET = "hf-token-secret"
 PLANNER_PROFILE_CONFIG_MAP = "planner-profile-data"
 
 
 def copy_graphs(corpus: Path, project: Path) -> list[Path]:
-    """The corpus files, verbatim: the API server accepts placeholder images (`${VERSION}`, `my-tag`)
-    as they are, and kwok pulls nothing."""
+    """The corpus files, verbatim but for the planner's environment: the API server accepts placeholder
+    images (`${VERSION}`, `my-tag`) as they are, and kwok pulls nothing."""
     dest = project / "graphs"
     dest.mkdir()
-    return [Path(shutil.copy(corpus / "graphs" / "v1alpha1" / name, dest / name)) for name in GRAPHS]
+    paths = [Path(shutil.copy(corpus / "graphs" / "v1alpha1" / name, dest / name)) for name in GRAPHS]
+    planner = dest / PLANNER_GRAPH
+    text = planner.read_text()
+    assert text.count(KUBERNETES_PLANNER) == 1
+    planner.write_text(text.replace(KUBERNETES_PLANNER, VIRTUAL_PLANNER))
+    return paths
 
 
 def user_prerequisites(kube: KubeClient, namespace: str) -> None:
@@ -136,6 +149,21 @@ def test_corpus_graphs_up(corpus: Path, cluster: LocalCluster, kube: KubeClient,
         destroy = stack.destroy(on_output=lambda _: None)
         kube.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         assert destroy.summary.result == "succeeded"
+
+
+def test_a_kubernetes_planner_fails_the_preview(corpus: Path, cluster: LocalCluster, project: Path) -> None:
+    graph = Path(shutil.copy(corpus / "graphs" / "v1alpha1" / PLANNER_GRAPH, project / PLANNER_GRAPH))
+    stack = make_stack(project, cluster, "planner", unique("planner"), [graph])
+    lines: list[str] = []
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview(on_output=lines.append)
+    text = "\n".join(lines) + str(failed.value)
+    assert (
+        "graph vllm-disagg-planner: spec.services.Planner: the Dynamo Planner (environment kubernetes) "
+        "reads DynamoGraphDeployment 'vllm-disagg-planner' and its Ready status" in text
+    ), text
+    assert "scale with `dynamo-infra:autoscalers`" in text, text
+    stack.workspace.remove_stack("planner")
 
 
 @pytest.fixture()

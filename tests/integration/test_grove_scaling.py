@@ -11,7 +11,6 @@ autoscaler owns (`scalingAdapter`) is never scaled; a hand-made scale shows on r
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,6 @@ from pulumi import automation as auto
 
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient, Obj
-from tests.conftest import REPO
 from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 
@@ -142,7 +140,6 @@ class Rig:
 @pytest.fixture(scope="module")
 def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
     project = copy_project(tmp_path_factory.mktemp("gsc"))
-    shutil.copytree(REPO / "stacks" / "crds", project / "stacks" / "crds")
     with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
         r = Rig(project, cluster, kube)
         r.up()

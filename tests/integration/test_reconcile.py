@@ -66,7 +66,9 @@ spec:
       replicas: 1
       extraPodSpec:
         mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
+          image: nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.0
+          command: [python3, -m, dynamo.planner]
+          args: [--config, '{"environment": "virtual", "model_name": "Qwen/Qwen3-0.6B"}']
 """
 
 
@@ -124,11 +126,12 @@ def test_noop_up_writes_nothing(rig: Rig) -> None:
     program = rig.cluster.audit_events(PROGRAM_USER_AGENT)[program_before:]
     print(
         f"no-op preview + up: {len(ours)} requests from our providers, {len(program)} reads by the program "
-        f"(namespace ownership), {len(events)} API requests in all"
+        f"(namespace, service account and Dynamo CRD ownership), {len(events)} API requests in all"
     )
     assert len(ours) == 0
-    # Per program run (preview, up): discovery, the namespace and the two service accounts.
-    assert {e["verb"] for e in program} == {"get"} and len(program) <= 8
+    # Per program run (preview, up): discovery of v1 and apiextensions.k8s.io/v1, the namespace, the
+    # two service accounts and the metadata of the Dynamo CRD.
+    assert {e["verb"] for e in program} == {"get"} and len(program) <= 12
 
 
 def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: Rig) -> None:

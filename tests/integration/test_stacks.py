@@ -1,5 +1,5 @@
 """Each example stack (`stacks/Pulumi.{grove,lws,dra,istio}.yaml`, as shipped) through the real Pulumi
-CLI onto the local control plane, with the third-party CRDs installed by its platform layer:
+CLI onto the local control plane, with the Dynamo and third-party CRDs installed by its platform layer:
 
 - `pulumi up` is accepted by the API server for every object (each rendered object, CRD, DeviceClass
   and platform object is read back);
@@ -33,7 +33,7 @@ from pulumi import automation as auto
 from components import load_graph
 from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.platform_options import PlatformOptions
+from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
@@ -101,7 +101,7 @@ class StackRun:
     def crd_names(self) -> list[str]:
         return [
             str(d["metadata"]["name"])
-            for s in self.platform.install_crds
+            for s in (DYNAMO_CRD_SET, *self.platform.install_crds)
             for d in crd_documents(REPO / DEFAULT_CRD_DIR, s)
         ]
 
@@ -121,7 +121,6 @@ def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalClust
     project = copy_project(tmp_path_factory.mktemp("stacks"))
     for name in STACKS:
         shutil.copy(REPO / "stacks" / f"Pulumi.{name}.yaml", project / "stacks")
-    (project / DEFAULT_CRD_DIR).symlink_to(REPO / DEFAULT_CRD_DIR)
     yield project
 
 

@@ -1,15 +1,23 @@
-"""The platform layer under Pulumi mocks: CRD sets and the DRA DeviceClass become pulumi-kubernetes
-resources; status of a component whose objects do not all exist yet is not ready."""
+"""The platform layer under Pulumi mocks: CRD sets (the Dynamo one always) and the DRA DeviceClass
+become pulumi-kubernetes resources, a Dynamo CRD another tool installed is left alone; status of a
+component whose objects do not all exist yet is not ready."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pulumi
+import pytest
+import yaml
 
 from dynamo_infra.reconcile.workload import REASON_NOT_CREATED, observed_status
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
+
+CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+# The Dynamo runtime's discovery store, installed by every stack.
+WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
 
 
 @pulumi.runtime.test
@@ -31,14 +39,14 @@ def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
 
     def check(_: object) -> None:
         by_type = {(r.typ, r.name): r.inputs for r in mocks.resources}
-        crd = by_type[
-            ("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition", "scaledobjects.keda.sh")
-        ]
+        crd = by_type[(CRD_TYPE, "scaledobjects.keda.sh")]
         assert crd["spec"]["group"] == "keda.sh"
+        dwm = by_type[(CRD_TYPE, WORKER_METADATA_CRD)]
+        assert dwm["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "dynamo-infra-platform"
         dc = by_type[("kubernetes:resource.k8s.io/v1:DeviceClass", "device-class")]
         assert dc["metadata"]["name"] == "gpu.example.com"
         assert dc["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
-        assert platform.crd_names == ["scaledobjects.keda.sh"]
+        assert platform.crd_names == [WORKER_METADATA_CRD, "scaledobjects.keda.sh"]
         ns = by_type[("kubernetes:core/v1:Namespace", "namespace")]
         assert ns["metadata"]["annotations"] == {"dynamo-infra.io/owner-stack": "dynamo-infra/local"}
 
@@ -64,9 +72,15 @@ def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
 
     theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}))
     platform = Platform(
-        "platform", namespace="team", provider=k8s.Provider("p", kubeconfig="kc"), ownership=theirs
+        "platform",
+        namespace="team",
+        provider=k8s.Provider("p", kubeconfig="kc"),
+        ownership=theirs,
+        crd_dir=REPO / "stacks" / "crds",
     )
     assert platform.namespace is None
+    # The Dynamo CRDs come with every stack, listed or not.
+    assert platform.crd_names == [WORKER_METADATA_CRD]
 
     def check(_: object) -> None:
         kinds = [r.typ for r in mocks.resources]
@@ -95,3 +109,90 @@ def test_ownership_of_existing_objects() -> None:
     assert not owned_by(obj(ours, mine), "p/b")  # another stack's
     assert not owned_by(obj({"team": "x"}), "p/a")  # a user's
     assert owned_by(obj(ours), "p/a")  # created by dynamo-infra before owners were recorded
+
+
+@pulumi.runtime.test
+@pytest.mark.parametrize("crds", [(), ("dynamo", "keda")])
+def test_the_dynamo_crd_set_is_always_installed_once(mocks: Mocks, crds: tuple[str, ...]) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components.platform import Ownership, Platform
+
+    platform = Platform(
+        "platform",
+        namespace="ns",
+        provider=k8s.Provider("p", kubeconfig="kc"),
+        ownership=Ownership("p/a"),
+        crds=crds,
+        crd_dir=REPO / "stacks" / "crds",
+    )
+    assert platform.crd_names.count(WORKER_METADATA_CRD) == 1
+
+    def check(_: object) -> None:
+        names = [r.name for r in mocks.resources if r.typ == CRD_TYPE]
+        assert names.count(WORKER_METADATA_CRD) == 1
+
+    return pulumi.Output.all(*[r.urn for r in platform.crds]).apply(check)
+
+
+@pulumi.runtime.test
+def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
+    mocks: Mocks, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components.platform import Ownership, Platform
+
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **kw: said.append(message))
+    helm = Ownership("p/a", foreign_crds={WORKER_METADATA_CRD: "managed by Helm"})
+    platform = Platform(
+        "platform",
+        namespace="ns",
+        provider=k8s.Provider("p", kubeconfig="kc"),
+        ownership=helm,
+        crd_dir=REPO / "stacks" / "crds",
+    )
+    assert platform.crd_names == [] and platform.crds == []
+    assert said == [
+        f"CRD {WORKER_METADATA_CRD} exists, managed by Helm: used as it is (never applied nor deleted "
+        "by this stack)"
+    ]
+
+    def check(_: object) -> None:
+        assert [r.name for r in mocks.resources if r.typ == CRD_TYPE] == []
+
+    return pulumi.Output.all(*[r.urn for r in platform.service_accounts]).apply(check)
+
+
+def test_ownership_of_existing_dynamo_crds() -> None:
+    from components.platform import crd_owner
+
+    def crd(labels: dict[str, str] | None = None, *managers: str) -> dict[str, Any]:
+        fields = [{"manager": m, "operation": "Apply"} for m in managers]
+        status = {"manager": "kube-apiserver", "operation": "Update", "subresource": "status"}
+        return {"metadata": {"name": WORKER_METADATA_CRD, "labels": labels or {},
+                             "managedFields": [*fields, status]}}  # fmt: skip
+
+    helm = {"app.kubernetes.io/managed-by": "Helm"}
+    assert crd_owner(None) is None  # absent: the platform installs it
+    assert crd_owner(crd(None, "dynamo-infra-platform")) is None  # ours: stays managed by us
+    assert crd_owner(crd(None, "helm", "dynamo-infra-platform")) is None  # ours, co-applied
+    assert crd_owner(crd(helm, "helm")) == "managed by Helm"
+    assert crd_owner(crd(helm, "dynamo-infra-platform")) == "managed by Helm"  # Helm took it over
+    assert crd_owner(crd(None, "kubectl", "helm")) == "applied by helm, kubectl"
+    assert crd_owner({"metadata": {"name": WORKER_METADATA_CRD}}) == "installed by another tool"
+
+
+def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> None:
+    from components.platform import installable
+
+    text = (corpus / "crds" / "dynamo" / "nvidia.com_dynamographdeployments.yaml").read_text()
+    (dgd,) = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
+    assert dgd["spec"]["conversion"]["strategy"] == "Webhook"
+    crd = installable(dgd)
+    assert crd["spec"]["conversion"] == {"strategy": "None"}
+    assert [v["name"] for v in crd["spec"]["versions"]] == [v["name"] for v in dgd["spec"]["versions"]]
+    # Other groups' webhooks are served by their own controllers: kept.
+    other = {**dgd, "spec": {**dgd["spec"], "group": "example.com"}}
+    assert installable(other)["spec"]["conversion"] == dgd["spec"]["conversion"]

@@ -14,12 +14,14 @@ from components import load_graph
 from components.platform import crd_documents, installable, without_descriptions
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.platform_options import CRD_SETS, PlatformOptions
+from dynamo_infra.platform_options import CRD_SETS, DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.render import render_graph
 from tests.conftest import REPO
 
 STACKS = sorted((REPO / "stacks").glob("Pulumi.*.yaml"))
 CRD_DIR = REPO / "stacks" / "crds"
+# Every shipped CRD set: the Dynamo one (always installed) and those a stack may list.
+SHIPPED_SETS = (DYNAMO_CRD_SET, *CRD_SETS)
 # Size limit of each shipped CRD file.
 MAX_CRD_FILE_BYTES = 2 * 1024 * 1024
 # API groups served by a shipped CRD set (objects of other non-core groups come with the cluster).
@@ -75,7 +77,7 @@ def test_stack_parses_and_renders(path: Path) -> None:
         assert platform.creates_device_class(cluster)
 
 
-@pytest.mark.parametrize("crd_set", CRD_SETS)
+@pytest.mark.parametrize("crd_set", SHIPPED_SETS)
 def test_shipped_crd_sets_install_without_descriptions(crd_set: str) -> None:
     files = sorted((CRD_DIR / crd_set).glob("*.yaml"))
     assert files and all(f.stat().st_size < MAX_CRD_FILE_BYTES for f in files)
@@ -172,7 +174,7 @@ def test_device_class_follows_dra_unless_set() -> None:
 def test_shipped_crds_claim_distinct_names() -> None:
     """The API server establishes only the first CRD claiming a kind, plural or short name in a group."""
     claimed: dict[tuple[str, str], str] = {}
-    for crd_set in CRD_SETS:
+    for crd_set in SHIPPED_SETS:
         for doc in crd_documents(CRD_DIR, crd_set):
             names = doc["spec"]["names"]
             words = [names["kind"], names["plural"], names.get("singular", ""), *names.get("shortNames", [])]
@@ -180,3 +182,9 @@ def test_shipped_crds_claim_distinct_names() -> None:
                 key = (doc["spec"]["group"], word)
                 assert key not in claimed, f"{doc['metadata']['name']} and {claimed[key]} both claim {key}"
                 claimed[key] = doc["metadata"]["name"]
+
+
+def test_shipped_dynamo_crds_are_the_operators(corpus: Path) -> None:
+    """Byte for byte the CRDs of the parity pin (the shared corpus holds them)."""
+    for shipped in sorted((CRD_DIR / DYNAMO_CRD_SET).glob("*.yaml")):
+        assert shipped.read_bytes() == (corpus / "crds" / "dynamo" / shipped.name).read_bytes(), shipped.name
