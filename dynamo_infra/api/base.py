@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import types
 import typing
 from typing import Any, ClassVar, Self
 
@@ -12,6 +11,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from dynamo_infra.api import kube
 from dynamo_infra.api.errors import (
     REQUIRED,
     UNKNOWN_FIELD,
@@ -25,6 +25,8 @@ from dynamo_infra.api.errors import (
     type_message,
     warn_unknown,
 )
+from dynamo_infra.api.manifest import dump_yaml
+from dynamo_infra.api.typeinfo import unwrap
 
 # Kubernetes sub-objects (pod specs, containers, probes, env, volumes, resources) are kept as the
 # plain dicts the user wrote; they are checked against the CRD's own OpenAPI schema, not re-typed.
@@ -239,21 +241,6 @@ def _strip_value(annotation: Any, value: Any) -> Any:
     return value
 
 
-def unwrap(annotation: Any) -> Any:
-    """`X | None` and `Annotated[X, ...]` -> X (other unions are kept)."""
-    while True:
-        origin, args = typing.get_origin(annotation), typing.get_args(annotation)
-        if origin is typing.Annotated:
-            annotation = args[0]
-        elif origin in (typing.Union, types.UnionType):
-            rest = [a for a in args if a is not type(None)]
-            if len(rest) != 1:
-                return annotation
-            annotation = rest[0]
-        else:
-            return annotation
-
-
 class ObjectMeta(DynamoModel):
     """Manifest metadata. Fields the API server fills in are accepted (exported YAML) and not re-emitted."""
 
@@ -304,8 +291,6 @@ class Resource(ApiModel):
 
     @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
-        from dynamo_infra.api import kube  # lazy: loads the CRD schemas on first use
-
         return kube.validate(cls, data, lenient=lenient)
 
     def to_manifest(self) -> dict[str, Any]:
@@ -320,8 +305,6 @@ class Resource(ApiModel):
 
     def to_yaml(self) -> str:
         """`to_manifest()` as a YAML document."""
-        from dynamo_infra.api.loader import dump_yaml
-
         return dump_yaml([self.to_manifest()])
 
     def with_annotations(self, annotations: dict[str, str] | None) -> Self:

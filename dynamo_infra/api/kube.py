@@ -18,7 +18,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from dynamo_infra.api.base import unwrap
 from dynamo_infra.api.errors import (
     REQUIRED,
     UNKNOWN_FIELD,
@@ -29,6 +28,7 @@ from dynamo_infra.api.errors import (
     type_message,
     warn_unknown,
 )
+from dynamo_infra.api.typeinfo import unwrap
 
 # A path pattern into a document: wire keys, "*" (any map value) and "[]" (any list item).
 Pattern = tuple[str, ...]

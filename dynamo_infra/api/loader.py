@@ -11,6 +11,7 @@ import yaml
 from dynamo_infra.api import conversion, v1alpha1, v1beta1
 from dynamo_infra.api.base import Resource
 from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path
+from dynamo_infra.api.manifest import dump_yaml
 
 AnyDGD = v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment
 
@@ -165,13 +166,6 @@ def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
     """Parse a path or YAML text. Errors carry the file name and `documents[i]` when multi-document."""
     name, text = _read(source)
     return load_documents(parse_documents(text, name), lenient=lenient, name=name)
-
-
-def dump_yaml(manifests: list[dict[str, Any]]) -> str:
-    """Manifests as a multi-document YAML stream (block style, key order kept)."""
-    return "---\n".join(
-        yaml.safe_dump(m, sort_keys=False, default_flow_style=False, allow_unicode=True) for m in manifests
-    )
 
 
 def to_yaml(resources: list[Resource] | Resource) -> str:
