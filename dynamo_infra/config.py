@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from dynamo_infra.api import operatorconfig
-from dynamo_infra.api.base import CheckedModel, DynamoModel
+from dynamo_infra.api.base import CheckedModel, WireModel
 from dynamo_infra.api.errors import Problem, prefixed
 from dynamo_infra.api.operatorconfig import Discovery, Infrastructure, Ingress, Istio, Switch
 
@@ -68,7 +68,7 @@ def go_duration(text: str) -> str:
     return f"{out}{seconds}s"
 
 
-class ServiceMesh(DynamoModel):
+class ServiceMesh(WireModel):
     """`provider: istio` turns on the EPP DestinationRule (the operator's istio gate).
 
     `gateway` is the Istio Gateway frontends' VirtualServices bind to (same as
@@ -84,7 +84,7 @@ class ServiceMesh(DynamoModel):
         return self.provider == "istio"
 
 
-class Multinode(DynamoModel):
+class Multinode(WireModel):
     """Which orchestrator runs multinode components (`none`: multinode graphs are rejected)."""
 
     orchestrator: Orchestrator | None = None
@@ -116,11 +116,11 @@ class DRA(Switch):
     device_class: str = DEFAULT_DEVICE_CLASS
 
 
-class MPI(DynamoModel):
+class MPI(WireModel):
     ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET
 
 
-class Checkpoint(DynamoModel):
+class Checkpoint(WireModel):
     """Checkpoint/restore (the operator's `checkpoint.enabled` gate), its storage PVC, and how long
     `pulumi up` waits for a capture Job (WaitForCheckpoint components) before it fails."""
 
@@ -129,7 +129,7 @@ class Checkpoint(DynamoModel):
     timeout_seconds: Annotated[int, Field(ge=1)] = DEFAULT_CHECKPOINT_TIMEOUT_S
 
 
-class AwaitPolicy(DynamoModel):
+class AwaitPolicy(WireModel):
     """How the providers wait for readiness: `wait` (default) or `skip` (clusters without kubelets)."""
 
     mode: Literal["wait", "skip"] = "wait"

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from dynamo_infra.api.base import DynamoModel
+from dynamo_infra.api.base import WireModel
 from dynamo_infra.api.errors import DynamoValidationError, Problem
 from dynamo_infra.config import ClusterOptions
 
@@ -25,7 +25,7 @@ CRD_SETS: tuple[CrdSet, ...] = ("grove", "lws", "keda", "istio", "inference")
 DYNAMO_CRD_SET = "dynamo"
 
 
-class PlatformOptions(DynamoModel):
+class PlatformOptions(WireModel):
     """The cluster layer of a stack. Defaults install nothing beyond namespace and service accounts."""
 
     install_crds: list[CrdSet] = Field(default_factory=list)

@@ -6,10 +6,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from dynamo_infra.api.base import DynamoModel, KubeObject
+from dynamo_infra.api.base import KubeObject, WireModel
 
 
-class Autoscaler(DynamoModel):
+class Autoscaler(WireModel):
     """An HPA (`kind: hpa`, autoscaling/v2 metrics) or a KEDA ScaledObject (`kind: keda`, triggers)
     targeting a component whose `scalingAdapter` hands its replicas over."""
 

@@ -33,8 +33,11 @@ from dynamo_infra.api.typeinfo import unwrap
 KubeObject = dict[str, Any]
 
 
-class DynamoModel(BaseModel):
-    """Base of the Dynamo API models. Unknown fields are errors unless `lenient` is asked for."""
+class WireModel(BaseModel):
+    """Base of every pydantic model (camelCase wire form); not the `DynamoModel` custom resource.
+
+    Unknown fields are errors unless `lenient` is asked for.
+    """
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -81,7 +84,7 @@ class DynamoModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
 
-class CheckedModel(DynamoModel):
+class CheckedModel(WireModel):
     """Settings whose rules across fields (`problems()`, each naming its key path) `parse` reports."""
 
     def problems(self) -> list[Problem]:
@@ -96,7 +99,7 @@ class CheckedModel(DynamoModel):
         return settings.problems()
 
 
-class ApiModel(DynamoModel):
+class ApiModel(WireModel):
     """A model of a custom resource's schema: strict types, as the API server checks them."""
 
     model_config = ConfigDict(strict=True)
@@ -241,7 +244,7 @@ def _strip_value(annotation: Any, value: Any) -> Any:
     return value
 
 
-class ObjectMeta(DynamoModel):
+class ObjectMeta(WireModel):
     """Manifest metadata. Fields the API server fills in are accepted (exported YAML) and not re-emitted."""
 
     model_config = ConfigDict(strict=True)

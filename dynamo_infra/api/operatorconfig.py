@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 from pydantic import model_validator
 
-from dynamo_infra.api.base import CheckedModel, DynamoModel
+from dynamo_infra.api.base import CheckedModel, WireModel
 from dynamo_infra.api.errors import Problem, prefixed
 
 # Grove PodCliqueSet termination delay the operator uses by default.
@@ -32,7 +32,7 @@ DEFAULT_CHECKPOINT_PVC = "chrek-pvc"
 DEFAULT_CHECKPOINT_BASE_PATH = "/checkpoints"
 
 
-class Switch(DynamoModel):
+class Switch(WireModel):
     """An integration that is auto-detected unless `enabled` says otherwise."""
 
     enabled: bool | None = None
@@ -42,7 +42,7 @@ class Grove(Switch):
     termination_delay: str = DEFAULT_GROVE_TERMINATION_DELAY
 
 
-class Orchestrators(DynamoModel):
+class Orchestrators(WireModel):
     """Multinode orchestrators and gang schedulers (LWS also needs Volcano's PodGroup API)."""
 
     grove: Grove = Grove()
@@ -57,7 +57,7 @@ class Orchestrators(DynamoModel):
         return self
 
 
-class Infrastructure(DynamoModel):
+class Infrastructure(WireModel):
     """Addresses injected into every Dynamo container (NATS_SERVER, ETCD_ENDPOINTS, ...)."""
 
     nats_address: str | None = None
@@ -66,7 +66,7 @@ class Infrastructure(DynamoModel):
     prometheus_endpoint: str | None = None
 
 
-class Ingress(DynamoModel):
+class Ingress(WireModel):
     """Default ingress of frontends; empty values disable it (Go strings, as in the operator)."""
 
     virtual_service_gateway: str = ""
@@ -79,7 +79,7 @@ class Ingress(DynamoModel):
         return bool(self.virtual_service_gateway)
 
 
-class Istio(DynamoModel):
+class Istio(WireModel):
     """TLS the mesh uses towards the EPP (DestinationRule `trafficPolicy.tls`)."""
 
     tls_mode: MeshTLSMode = DEFAULT_ISTIO_TLS_MODE
@@ -103,7 +103,7 @@ class Istio(DynamoModel):
         ]
 
 
-class ServiceMesh(DynamoModel):
+class ServiceMesh(WireModel):
     """Service-mesh resources for EPP (Istio DestinationRules); empty provider disables them."""
 
     provider: Literal["", "istio"] = ""
@@ -114,11 +114,11 @@ class ServiceMesh(DynamoModel):
         return self.provider == "istio"
 
 
-class Discovery(DynamoModel):
+class Discovery(WireModel):
     backend: Literal["kubernetes", "etcd"] = DEFAULT_DISCOVERY_BACKEND
 
 
-class CheckpointPVC(DynamoModel):
+class CheckpointPVC(WireModel):
     pvc_name: str = DEFAULT_CHECKPOINT_PVC
     base_path: str = DEFAULT_CHECKPOINT_BASE_PATH
     create: bool = False
@@ -133,17 +133,17 @@ class CheckpointPVC(DynamoModel):
         return self
 
 
-class CheckpointStorage(DynamoModel):
+class CheckpointStorage(WireModel):
     type: Literal["pvc"] = "pvc"  # the only storage implemented at the pin
     pvc: CheckpointPVC = CheckpointPVC()
 
 
-class Seccomp(DynamoModel):
+class Seccomp(WireModel):
     disabled: bool = False
     profile: str | None = None
 
 
-class Checkpoint(DynamoModel):
+class Checkpoint(WireModel):
     enabled: bool = False
     storage: CheckpointStorage = CheckpointStorage()
     seccomp: Seccomp | None = None
