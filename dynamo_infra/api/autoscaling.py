@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from dynamo_infra.api.base import KubeObject, WireModel
+from dynamo_infra.api.base import WireModel
+from dynamo_infra.api.manifest import Manifest
 
 
 class Autoscaler(WireModel):
@@ -17,10 +18,10 @@ class Autoscaler(WireModel):
     min_replicas: Annotated[int, Field(ge=0)] = 1
     max_replicas: Annotated[int, Field(ge=1)]
     # HPA: autoscaling/v2 MetricSpecs (default: CPU utilisation); KEDA: not used.
-    metrics: list[KubeObject] | None = None
-    behavior: KubeObject | None = None
+    metrics: list[Manifest] | None = None
+    behavior: Manifest | None = None
     # KEDA: ScaledObject triggers (required for keda), polling and cooldown in seconds.
-    triggers: list[KubeObject] | None = None
+    triggers: list[Manifest] | None = None
     polling_interval: Annotated[int, Field(ge=1)] | None = None
     cooldown_period: Annotated[int, Field(ge=0)] | None = None
 

@@ -25,12 +25,8 @@ from dynamo_infra.api.errors import (
     type_message,
     warn_unknown,
 )
-from dynamo_infra.api.manifest import dump_yaml
+from dynamo_infra.api.manifest import Manifest, dump_yaml
 from dynamo_infra.api.typeinfo import unwrap
-
-# Kubernetes sub-objects (pod specs, containers, probes, env, volumes, resources) are kept as the
-# plain dicts the user wrote; they are checked against the CRD's own OpenAPI schema, not re-typed.
-KubeObject = dict[str, Any]
 
 
 class WireModel(BaseModel):
@@ -79,7 +75,7 @@ class WireModel(BaseModel):
         """Checks beyond the pydantic model (the CRD schema of Kubernetes sub-objects)."""
         return []
 
-    def to_wire(self) -> dict[str, Any]:
+    def to_wire(self) -> Manifest:
         """The object as `kubectl apply` accepts it: camelCase, unset fields omitted."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
 
@@ -296,7 +292,7 @@ class Resource(ApiModel):
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
         return kube.validate(cls, data, lenient=lenient)
 
-    def to_manifest(self) -> dict[str, Any]:
+    def to_manifest(self) -> Manifest:
         """The custom resource as `kubectl apply` accepts it (no status, no server-set metadata)."""
         out = self.model_dump(
             mode="json", by_alias=True, exclude_none=True, exclude_unset=True, exclude={"status"}

@@ -6,8 +6,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from dynamo_infra.api.base import ApiModel, KubeObject
+from dynamo_infra.api.base import ApiModel
 from dynamo_infra.api.errors import QUANTITY_PATTERN
+from dynamo_infra.api.manifest import Manifest
 
 GROUP = "nvidia.com"
 # The container of a pod template that runs the Dynamo runtime.
@@ -85,7 +86,7 @@ class ConfigMapKeyRef(ApiModel):
 class EPPConfig(ApiModel):
     """Endpoint picker configuration: inline `config` (preserved as written) or a ConfigMap key."""
 
-    config: KubeObject | None = None
+    config: Manifest | None = None
     config_map_ref: ConfigMapKeyRef | None = None
 
 
@@ -136,7 +137,7 @@ class CheckpointIdentity(ApiModel):
 class CheckpointJob(ApiModel):
     """Overrides of the checkpoint Job a graph component creates."""
 
-    pod_template: KubeObject | None = None
+    pod_template: Manifest | None = None
     gms_client_containers: list[DnsLabel] | None = None
 
 
@@ -160,7 +161,7 @@ class CheckpointBase(ApiModel):
 
 class ExtraClientPod(ApiModel):
     name: DnsLabel
-    pod_template: KubeObject
+    pod_template: Manifest
 
 
 class GMSBase(ApiModel):
@@ -221,7 +222,7 @@ class GraphStatusBase(ApiModel):
 
     state: DGDState = "initializing"
     observed_generation: int | None = None
-    conditions: list[KubeObject] | None = None
+    conditions: list[Manifest] | None = None
     checkpoints: dict[str, CheckpointStatus] | None = None
     placement: PlacementStatus | None = None
     restart: RestartStatus | None = None

@@ -20,11 +20,11 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dynamo_infra.api import v1alpha1, v1beta1
-from dynamo_infra.api.base import KubeObject, Resource
+from dynamo_infra.api.base import Resource
 from dynamo_infra.api.common import MAIN_CONTAINER
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_override
 
-Wire = dict[str, Any]
 R = TypeVar("R", bound=Resource)
 
 # Default Kubernetes GPU resource name for Dynamo's `gpu` shorthand.
@@ -51,10 +51,10 @@ _WORKER_SUBTYPES = frozenset({"prefill", "decode"})
 Keyed = dict[str, str]
 
 
-def sparse_diff(orig: Wire, back: Wire, keyed: Keyed | None = None) -> Wire:
+def sparse_diff(orig: Manifest, back: Manifest, keyed: Keyed | None = None) -> Manifest:
     """Fields of `orig` whose native round trip (`back`) differs; `None` marks a field `orig` lacked."""
     keyed = keyed or {}
-    out: Wire = {}
+    out: Manifest = {}
     for key in sorted(set(orig) | set(back)):
         a, b = orig.get(key), back.get(key)
         if a == b:
@@ -70,7 +70,7 @@ def sparse_diff(orig: Wire, back: Wire, keyed: Keyed | None = None) -> Wire:
 
 def _entries_diff(a: Any, b: Any, shape: str) -> Any:
     if shape == "map":
-        out_map: Wire = {}
+        out_map: Manifest = {}
         for name in sorted(set(a) | set(b)):
             d = sparse_diff(a.get(name) or {}, b.get(name) or {}) if name in a and name in b else a.get(name)
             if d or name not in b:
@@ -79,7 +79,7 @@ def _entries_diff(a: Any, b: Any, shape: str) -> Any:
     by_name = {e.get("name"): e for e in b if isinstance(e, dict)}
     names = [str(e.get("name")) for e in a if isinstance(e, dict)]
     ordered = names != sorted(names)
-    out_list: list[Wire] = []
+    out_list: list[Manifest] = []
     for entry in a:
         other = by_name.get(entry.get("name"))
         d = sparse_diff(entry, other) if other is not None else copy.deepcopy(entry)
@@ -89,7 +89,7 @@ def _entries_diff(a: Any, b: Any, shape: str) -> Any:
     return out_list
 
 
-def overlay(base: Wire, saved: Wire, keyed: Keyed | None = None) -> Wire:
+def overlay(base: Manifest, saved: Manifest, keyed: Keyed | None = None) -> Manifest:
     """`base` with the preserved fields of `saved` applied."""
     keyed = keyed or {}
     out = copy.deepcopy(base)
@@ -109,7 +109,7 @@ def overlay(base: Wire, saved: Wire, keyed: Keyed | None = None) -> Wire:
     return out
 
 
-def _overlay_list(live: list[Wire], saved: list[Wire]) -> list[Wire]:
+def _overlay_list(live: list[Manifest], saved: list[Manifest]) -> list[Manifest]:
     by_name = {e.get("name"): e for e in live}
     restored = {s.get("name"): overlay(by_name[s["name"]], s) for s in saved if s.get("name") in by_name}
     order = [s.get("name") for s in saved if s.get("name") in by_name]
@@ -119,8 +119,12 @@ def _overlay_list(live: list[Wire], saved: list[Wire]) -> list[Wire]:
 
 
 def restore(
-    native: Wire, saved: Wire | None, live: Wire, back: Callable[[Wire], Wire], keyed: Keyed | None = None
-) -> Wire:
+    native: Manifest,
+    saved: Manifest | None,
+    live: Manifest,
+    back: Callable[[Manifest], Manifest],
+    keyed: Keyed | None = None,
+) -> Manifest:
     """`native` with `saved` applied where the result still converts `back` to `live`.
 
     Tried for the whole spec, then per named entry (a stale entry is skipped), then natively.
@@ -146,8 +150,8 @@ def restore(
     return out
 
 
-def _entry_consistent(converted: Wire, live: Wire, key: str, name: Any) -> bool:
-    def pick(d: Wire) -> Any:
+def _entry_consistent(converted: Manifest, live: Manifest, key: str, name: Any) -> bool:
+    def pick(d: Manifest) -> Any:
         coll = d.get(_other_key(key)) if _other_key(key) in d else d.get(key)
         if isinstance(coll, dict):
             return coll.get(name)
@@ -162,7 +166,7 @@ def _other_key(key: str) -> str:
     return {"services": "components", "components": "services"}.get(key, key)
 
 
-def _load_saved(annotations: dict[str, str], key: str) -> Wire | None:
+def _load_saved(annotations: dict[str, str], key: str) -> Manifest | None:
     raw = annotations.get(key)
     if not raw:
         return None
@@ -173,7 +177,7 @@ def _load_saved(annotations: dict[str, str], key: str) -> Wire | None:
     return value if isinstance(value, dict) else None
 
 
-def _annotations(obj: Resource, drop: tuple[str, ...], add: dict[str, Wire]) -> dict[str, str]:
+def _annotations(obj: Resource, drop: tuple[str, ...], add: dict[str, Manifest]) -> dict[str, str]:
     out = {k: v for k, v in (obj.metadata.annotations or {}).items() if k not in drop}
     for key, payload in add.items():
         if key and payload:
@@ -184,10 +188,10 @@ def _annotations(obj: Resource, drop: tuple[str, ...], add: dict[str, Wire]) -> 
 def _convert(
     src: Resource,
     dst_model: type[R],
-    spec_fn: Callable[[Wire], Wire],
-    back_spec_fn: Callable[[Wire], Wire],
-    status_fn: Callable[[Wire], Wire],
-    back_status_fn: Callable[[Wire], Wire],
+    spec_fn: Callable[[Manifest], Manifest],
+    back_spec_fn: Callable[[Manifest], Manifest],
+    status_fn: Callable[[Manifest], Manifest],
+    back_status_fn: Callable[[Manifest], Manifest],
     ann: tuple[str, str],
     keyed_src: Keyed,
     keyed_dst: Keyed,
@@ -195,13 +199,13 @@ def _convert(
     """Shared driver: native mapping, restore of `dst`-only fields, save of `src`-only fields."""
     annotations = src.metadata.annotations or {}
     wire = src.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
-    spec_src: Wire = wire.get("spec") or {}
+    spec_src: Manifest = wire.get("spec") or {}
     spec = restore(spec_fn(spec_src), _load_saved(annotations, ann[0]), spec_src, back_spec_fn, keyed_dst)
     spec_save = sparse_diff(spec_src, back_spec_fn(spec), keyed_src)
-    out: Wire = {"apiVersion": dst_model.API_VERSION, "kind": dst_model.KIND, "spec": spec}
-    status_save: Wire = {}
+    out: Manifest = {"apiVersion": dst_model.API_VERSION, "kind": dst_model.KIND, "spec": spec}
+    status_save: Manifest = {}
     if "status" in wire:
-        status_src: Wire = wire["status"]
+        status_src: Manifest = wire["status"]
         status = restore(status_fn(status_src), _load_saved(annotations, ann[1]), status_src, back_status_fn)
         status_save = sparse_diff(status_src, back_status_fn(status))
         out["status"] = status
@@ -220,9 +224,9 @@ def _convert(
 # --------------------------------------------------------------------------------------------
 
 
-def resources_to_kube(res: Wire | None) -> KubeObject:
+def resources_to_kube(res: Manifest | None) -> Manifest:
     """Dynamo `resources` shorthand -> Kubernetes ResourceRequirements."""
-    out: KubeObject = {}
+    out: Manifest = {}
     for key in ("requests", "limits"):
         item = (res or {}).get(key)
         if not item:
@@ -242,14 +246,14 @@ def resources_to_kube(res: Wire | None) -> KubeObject:
     return out
 
 
-def resources_from_kube(res: KubeObject) -> Wire | None:
+def resources_from_kube(res: Manifest) -> Manifest | None:
     """Kubernetes ResourceRequirements -> Dynamo `resources` shorthand (None when empty)."""
-    out: Wire = {}
+    out: Manifest = {}
     for key in ("requests", "limits"):
         values = res.get(key) or {}
         if not values:
             continue
-        item: Wire = {}
+        item: Manifest = {}
         for name, q in values.items():
             text = str(q)
             if name == "cpu":
@@ -266,7 +270,7 @@ def resources_from_kube(res: KubeObject) -> Wire | None:
     return out or None
 
 
-def merge_env_ordered(base: list[KubeObject] | None, override: list[KubeObject] | None) -> list[KubeObject]:
+def merge_env_ordered(base: list[Manifest] | None, override: list[Manifest] | None) -> list[Manifest]:
     """The conversion's env merge: base order kept, same-name entries replaced, new ones appended."""
     out = [copy.deepcopy(e) for e in base or []]
     index = {e.get("name"): i for i, e in enumerate(out)}
@@ -287,8 +291,8 @@ def _mode_from_hub(mode: str | None) -> str | None:
     return None if mode is None else mode[:1].lower() + mode[1:]
 
 
-def _main_container(s: Wire) -> KubeObject:
-    main: KubeObject = {"name": MAIN_CONTAINER}
+def _main_container(s: Manifest) -> Manifest:
+    main: Manifest = {"name": MAIN_CONTAINER}
     resources = resources_to_kube(s.get("resources"))
     if resources:
         main["resources"] = resources
@@ -322,7 +326,7 @@ def _main_container(s: Wire) -> KubeObject:
     return main
 
 
-def _has_pod_content(s: Wire) -> bool:
+def _has_pod_content(s: Manifest) -> bool:
     eps = s.get("extraPodSpec") or {}
     return bool(
         s.get("resources")
@@ -338,7 +342,7 @@ def _has_pod_content(s: Wire) -> bool:
     )
 
 
-def _pod_template_to_hub(s: Wire) -> KubeObject | None:
+def _pod_template_to_hub(s: Manifest) -> Manifest | None:
     if not _has_pod_content(s):
         return None
     pod_spec = {k: copy.deepcopy(v) for k, v in (s.get("extraPodSpec") or {}).items() if k != "mainContainer"}
@@ -346,7 +350,7 @@ def _pod_template_to_hub(s: Wire) -> KubeObject | None:
     containers = [_main_container(s), *others]
     sidecar = s.get("frontendSidecar")
     if sidecar is not None and not any(c.get("name") == FRONTEND_SIDECAR_CONTAINER for c in containers):
-        c: KubeObject = {"name": FRONTEND_SIDECAR_CONTAINER, "image": sidecar.get("image", "")}
+        c: Manifest = {"name": FRONTEND_SIDECAR_CONTAINER, "image": sidecar.get("image", "")}
         if sidecar.get("args"):
             c["args"] = list(sidecar["args"])
         if sidecar.get("envs"):
@@ -355,7 +359,7 @@ def _pod_template_to_hub(s: Wire) -> KubeObject | None:
             c["envFrom"] = [{"secretRef": {"name": sidecar["envFromSecret"]}}]
         containers.append(c)
     pod_spec["containers"] = containers
-    template: KubeObject = {}
+    template: Manifest = {}
     meta = {k: dict(v) for k, v in (s.get("extraPodMetadata") or {}).items() if v}
     if meta:
         template["metadata"] = meta
@@ -363,9 +367,9 @@ def _pod_template_to_hub(s: Wire) -> KubeObject | None:
     return template
 
 
-def component_to_hub(s: Wire, name: str | None = None) -> Wire:
+def component_to_hub(s: Manifest, name: str | None = None) -> Manifest:
     """A v1alpha1 shared spec (wire dict) -> v1beta1 component fields (native mapping only)."""
-    out: Wire = {}
+    out: Manifest = {}
     if name is not None:
         out["name"] = name
     ctype, sub = s.get("componentType"), s.get("subComponentType")
@@ -393,7 +397,7 @@ def component_to_hub(s: Wire, name: str | None = None) -> Wire:
         }
     if (s.get("scalingAdapter") or {}).get("enabled"):
         out["scalingAdapter"] = {}
-    experimental: Wire = {}
+    experimental: Manifest = {}
     gms = s.get("gpuMemoryService")
     if gms and gms.get("enabled"):
         experimental["gpuMemoryService"] = _drop_none(
@@ -422,11 +426,11 @@ def component_to_hub(s: Wire, name: str | None = None) -> Wire:
     return out
 
 
-def _drop_none(d: Wire) -> Wire:
+def _drop_none(d: Manifest) -> Manifest:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def _decompose_pod_template(c: Wire, out: Wire) -> None:
+def _decompose_pod_template(c: Manifest, out: Manifest) -> None:
     template = copy.deepcopy(c.get("podTemplate") or {})
     meta = template.get("metadata") or {}
     extra_meta = {k: meta[k] for k in ("annotations", "labels") if meta.get(k)}
@@ -440,7 +444,7 @@ def _decompose_pod_template(c: Wire, out: Wire) -> None:
     if sidecar_name == FRONTEND_SIDECAR_CONTAINER:
         sidecar = next((x for x in others if x.get("name") == sidecar_name), None)
         if sidecar is not None and sidecar.get("image"):
-            fs: Wire = {"image": sidecar["image"]}
+            fs: Manifest = {"image": sidecar["image"]}
             if sidecar.get("args"):
                 fs["args"] = sidecar["args"]
             if sidecar.get("env"):
@@ -492,9 +496,9 @@ def _single_secret(env_from: Any) -> str | None:
     return None
 
 
-def component_from_hub(c: Wire, *, service_name: bool = False) -> Wire:
+def component_from_hub(c: Manifest, *, service_name: bool = False) -> Manifest:
     """v1beta1 component fields (wire dict) -> a v1alpha1 shared spec (native mapping only)."""
-    out: Wire = {}
+    out: Manifest = {}
     t = c.get("type")
     if t in _WORKER_SUBTYPES:
         out["componentType"], out["subComponentType"] = "worker", t
@@ -515,7 +519,7 @@ def component_from_hub(c: Wire, *, service_name: bool = False) -> Wire:
         out["scalingAdapter"] = {"enabled": True}
     cache = c.get("compilationCache")
     if cache is not None:
-        mount: Wire = {"name": cache["pvcName"], "useAsCompilationCache": True}
+        mount: Manifest = {"name": cache["pvcName"], "useAsCompilationCache": True}
         if cache.get("mountPath"):
             mount["mountPoint"] = cache["mountPath"]
         out["volumeMounts"] = [mount]
@@ -552,8 +556,8 @@ def component_from_hub(c: Wire, *, service_name: bool = False) -> Wire:
 _DGD_COMMON = ("backendFramework", "annotations", "labels", "priorityClassName", "restart", "experimental")
 
 
-def dgd_spec_to_hub(s: Wire) -> Wire:
-    out: Wire = {}
+def dgd_spec_to_hub(s: Manifest) -> Manifest:
+    out: Manifest = {}
     services = s.get("services")
     if services is not None:
         out["components"] = [component_to_hub(services[n] or {}, n) for n in sorted(services)]
@@ -570,8 +574,8 @@ def dgd_spec_to_hub(s: Wire) -> Wire:
     return out
 
 
-def dgd_spec_from_hub(s: Wire) -> Wire:
-    out: Wire = {}
+def dgd_spec_from_hub(s: Manifest) -> Manifest:
+    out: Manifest = {}
     components = s.get("components")
     if components is not None:
         out["services"] = {c["name"]: component_from_hub(c) for c in components}
@@ -588,25 +592,25 @@ def dgd_spec_from_hub(s: Wire) -> Wire:
     return out
 
 
-def _replica_status_to_hub(r: Wire) -> Wire:
+def _replica_status_to_hub(r: Manifest) -> Manifest:
     out = {k: copy.deepcopy(v) for k, v in r.items() if k != "componentName"}
     if not out.get("componentNames") and r.get("componentName"):
         out["componentNames"] = [r["componentName"]]
     return out
 
 
-def _replica_status_from_hub(r: Wire) -> Wire:
+def _replica_status_from_hub(r: Manifest) -> Manifest:
     out = copy.deepcopy(r)
     names = r.get("componentNames") or []
     out["componentName"] = names[-1] if names else ""
     return out
 
 
-def _rename(d: Wire, old: str, new: str) -> Wire:
+def _rename(d: Manifest, old: str, new: str) -> Manifest:
     return {(new if k == old else k): v for k, v in d.items()}
 
 
-def dgd_status_to_hub(s: Wire) -> Wire:
+def dgd_status_to_hub(s: Manifest) -> Manifest:
     out = _rename(copy.deepcopy(s), "services", "components")
     if "components" in out:
         out["components"] = {n: _replica_status_to_hub(r) for n, r in out["components"].items()}
@@ -615,7 +619,7 @@ def dgd_status_to_hub(s: Wire) -> Wire:
     return out
 
 
-def dgd_status_from_hub(s: Wire) -> Wire:
+def dgd_status_from_hub(s: Manifest) -> Manifest:
     out = _rename(copy.deepcopy(s), "components", "services")
     if "services" in out:
         out["services"] = {n: _replica_status_from_hub(r) for n, r in out["services"].items()}
@@ -649,28 +653,28 @@ def dgd_to_v1alpha1(dgd: v1beta1.DynamoGraphDeployment) -> v1alpha1.DynamoGraphD
 # --------------------------------------------------------------------------------------------
 
 
-def dcd_spec_to_hub(s: Wire) -> Wire:
+def dcd_spec_to_hub(s: Manifest) -> Manifest:
     out = component_to_hub(s, s.get("serviceName"))
     if "backendFramework" in s:
         out["backendFramework"] = s["backendFramework"]
     return out
 
 
-def dcd_spec_from_hub(s: Wire) -> Wire:
+def dcd_spec_from_hub(s: Manifest) -> Manifest:
     out = component_from_hub(s, service_name=True)
     if "backendFramework" in s:
         out["backendFramework"] = s["backendFramework"]
     return out
 
 
-def dcd_status_to_hub(s: Wire) -> Wire:
+def dcd_status_to_hub(s: Manifest) -> Manifest:
     out = {k: copy.deepcopy(v) for k, v in s.items() if k not in ("service", "podSelector")}
     if "service" in s:
         out["component"] = _replica_status_to_hub(s["service"])
     return out
 
 
-def dcd_status_from_hub(s: Wire) -> Wire:
+def dcd_status_from_hub(s: Manifest) -> Manifest:
     out = {k: copy.deepcopy(v) for k, v in s.items() if k != "component"}
     out.setdefault("conditions", [])
     if "component" in s:
@@ -697,7 +701,7 @@ def dcd_to_v1alpha1(dcd: v1beta1.DynamoComponentDeployment) -> v1alpha1.DynamoCo
 # --------------------------------------------------------------------------------------------
 
 
-def _dgdsa_spec(s: Wire, old: str, new: str) -> Wire:
+def _dgdsa_spec(s: Manifest, old: str, new: str) -> Manifest:
     out = copy.deepcopy(s)
     if isinstance(out.get("dgdRef"), dict):
         out["dgdRef"] = _rename(out["dgdRef"], old, new)
@@ -730,8 +734,8 @@ def dgdsa_to_v1alpha1(
 # --------------------------------------------------------------------------------------------
 
 
-def dgdr_spec_to_hub(s: Wire) -> Wire:
-    out: Wire = {"model": s.get("model", "")}
+def dgdr_spec_to_hub(s: Manifest) -> Manifest:
+    out: Manifest = {"model": s.get("model", "")}
     for key in ("backend", "autoApply", "runtimeVersionOverride"):
         if key in s:
             out[key] = s[key]
@@ -743,8 +747,8 @@ def dgdr_spec_to_hub(s: Wire) -> Wire:
     return out
 
 
-def dgdr_spec_from_hub(s: Wire) -> Wire:
-    out: Wire = {
+def dgdr_spec_from_hub(s: Manifest) -> Manifest:
+    out: Manifest = {
         "model": s.get("model", ""),
         "backend": s.get("backend", "auto"),
         "profilingConfig": {"profilerImage": ""},
@@ -760,7 +764,7 @@ def dgdr_spec_from_hub(s: Wire) -> Wire:
     return out
 
 
-def _dgdr_status(s: Wire) -> Wire:
+def _dgdr_status(s: Manifest) -> Manifest:
     return {}
 
 

@@ -1,7 +1,7 @@
 """Kubernetes sub-objects checked against the CRD's own OpenAPI schema (which embeds the real
 Kubernetes schemas: PodSpec, Container, Probe, EnvVar, Volume, ResourceRequirements, quantities).
 
-The models keep those sub-objects as plain dicts (`KubeObject`); this module finds them in a
+The models keep those sub-objects as plain dicts (`Manifest`); this module finds them in a
 document, cuts the matching subtree out of the CRD schema shipped in `schemas/` and validates with
 `jsonschema_rs` (a compiled validator per subtree, built on first use). It runs once, when a
 document is parsed; the renderer never calls it.

@@ -11,7 +11,7 @@ import yaml
 from dynamo_infra.api import conversion, v1alpha1, v1beta1
 from dynamo_infra.api.base import Resource
 from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path
-from dynamo_infra.api.manifest import dump_yaml
+from dynamo_infra.api.manifest import Manifest, dump_yaml
 
 AnyDGD = v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment
 
@@ -41,7 +41,7 @@ class Loaded:
     """The documents of a YAML stream: Dynamo resources (typed) and every other document as it was."""
 
     documents: list[Resource] = field(default_factory=list)
-    others: list[dict[str, Any]] = field(default_factory=list)
+    others: list[Manifest] = field(default_factory=list)
 
     @property
     def graphs(self) -> list[AnyDGD]:

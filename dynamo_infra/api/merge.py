@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from dynamo_infra.api.base import KubeObject
+from dynamo_infra.api.manifest import Manifest
 
 
-def merge_env(base: list[KubeObject] | None, override: list[KubeObject] | None) -> list[KubeObject]:
+def merge_env(base: list[Manifest] | None, override: list[Manifest] | None) -> list[Manifest]:
     """Env vars merged by name (override wins), sorted by name, as the operator's MergeEnvs."""
-    merged: dict[str, KubeObject] = {e["name"]: e for e in base or []}
+    merged: dict[str, Manifest] = {e["name"]: e for e in base or []}
     merged.update({e["name"]: e for e in override or []})
     return [merged[k] for k in sorted(merged)]
 
 
-def merge_override(dst: dict[str, Any], src: dict[str, Any]) -> dict[str, Any]:
+def merge_override(dst: Manifest, src: Manifest) -> Manifest:
     """mergo.Merge(dst, src, WithOverride): non-empty source values replace, maps merge deeply."""
     out = dict(dst)
     for k, v in src.items():

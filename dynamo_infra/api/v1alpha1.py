@@ -13,7 +13,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
-from dynamo_infra.api.base import ApiModel, KubeObject, Resource
+from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
     BackendFramework,
     CheckpointBase,
@@ -36,6 +36,7 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
     check_min_available,
 )
+from dynamo_infra.api.manifest import Manifest
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
 GMSMode = Literal["intraPod", "interPod"]
@@ -116,8 +117,8 @@ class Autoscaling(ApiModel):
     enabled: bool | None = None
     min_replicas: int | None = None
     max_replicas: int | None = None
-    behavior: KubeObject | None = None
-    metrics: list[KubeObject] | None = None
+    behavior: Manifest | None = None
+    metrics: list[Manifest] | None = None
 
 
 class IngressTLS(ApiModel):
@@ -165,7 +166,7 @@ class FrontendSidecar(ApiModel):
     image: str
     args: list[str] | None = None
     env_from_secret: str | None = None
-    envs: list[KubeObject] | None = None
+    envs: list[Manifest] | None = None
 
 
 class GPUMemoryService(GMSBase):
@@ -206,14 +207,14 @@ class ComponentSpec(ApiModel):
     replicas: NonNegInt32 | None = None
     min_available: PosInt32 | None = None
     resources: Resources | None = None
-    envs: list[KubeObject] | None = None
+    envs: list[Manifest] | None = None
     env_from_secret: str | None = None
     volume_mounts: list[VolumeMount] | None = None
-    liveness_probe: KubeObject | None = None
-    readiness_probe: KubeObject | None = None
+    liveness_probe: Manifest | None = None
+    readiness_probe: Manifest | None = None
     extra_pod_metadata: ExtraPodMetadata | None = None
     # A Kubernetes PodSpec plus `mainContainer` (a Container), validated by the CRD schema.
-    extra_pod_spec: KubeObject | None = None
+    extra_pod_spec: Manifest | None = None
     multinode: Multinode | None = None
     shared_memory: SharedMemory | None = None
     scaling_adapter: ScalingAdapter | None = None
@@ -248,7 +249,7 @@ class GraphTopologyConstraint(ApiModel):
 
 class DynamoGraphDeploymentSpec(ApiModel):
     services: dict[str, ComponentSpec] | None = None
-    envs: list[KubeObject] | None = None
+    envs: list[Manifest] | None = None
     backend_framework: BackendFramework | None = None
     pvcs: Annotated[list[PVC], Field(max_length=MAX_PVCS)] | None = None
     annotations: dict[str, str] | None = None
@@ -285,7 +286,7 @@ class DynamoComponentDeploymentSpec(ComponentSpec):
 
 
 class DynamoComponentDeploymentStatus(ApiModel):
-    conditions: list[KubeObject]
+    conditions: list[Manifest]
     observed_generation: int | None = None
     pod_selector: dict[str, str] | None = None
     service: ServiceReplicaStatus | None = None
@@ -302,7 +303,7 @@ class DynamoComponentDeployment(V1alpha1Resource):
 class CheckpointJobSpec(ApiModel):
     """The Job that creates a checkpoint."""
 
-    pod_template_spec: KubeObject
+    pod_template_spec: Manifest
     active_deadline_seconds: Annotated[int, Field(ge=1)] = 3600  # CRD default: one hour
     backoff_limit: NonNegInt32 | None = None
     ttl_seconds_after_finished: NonNegInt32 | None = None
@@ -326,7 +327,7 @@ class DynamoCheckpointStatus(ApiModel):
     storage_type: Literal["pvc", "s3", "oci"] | None = None
     created_at: str | None = None
     message: str | None = None
-    conditions: list[KubeObject] | None = None
+    conditions: list[Manifest] | None = None
 
 
 class DynamoCheckpoint(V1alpha1Resource):
@@ -384,7 +385,7 @@ class DynamoModelStatus(ApiModel):
     total_endpoints: int
     lora_fallback_covered_endpoints: int | None = None
     endpoints: list[ModelEndpoint] | None = None
-    conditions: list[KubeObject] | None = None
+    conditions: list[Manifest] | None = None
 
 
 class DynamoModel(V1alpha1Resource):
@@ -402,12 +403,12 @@ class ProfilingConfigMapRef(ApiModel):
 
 class ProfilingConfig(ApiModel):
     profiler_image: str
-    config: KubeObject | None = None
+    config: Manifest | None = None
     config_map_ref: ProfilingConfigMapRef | None = None
     output_pvc: str | None = Field(default=None, alias="outputPVC")
     node_selector: dict[str, str] | None = None
-    resources: KubeObject | None = None
-    tolerations: list[KubeObject] | None = None
+    resources: Manifest | None = None
+    tolerations: list[Manifest] | None = None
 
 
 class DeploymentOverrides(ApiModel):
@@ -435,4 +436,4 @@ class DynamoGraphDeploymentRequest(V1alpha1Resource):
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
-    status: KubeObject | None = None
+    status: Manifest | None = None

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from dynamo_infra.api.base import ApiModel, KubeObject, Resource
+from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
     MAIN_CONTAINER,
     BackendFramework,
@@ -31,6 +31,7 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
     check_min_available,
 )
+from dynamo_infra.api.manifest import Manifest
 
 API_VERSION: Final = "nvidia.com/v1beta1"
 
@@ -89,10 +90,10 @@ class ComponentExperimental(ApiModel):
 class PodTemplate(ApiModel):
     """A Kubernetes PodTemplateSpec; container `main` is the Dynamo runtime container."""
 
-    metadata: KubeObject | None = None
-    spec: KubeObject | None = None
+    metadata: Manifest | None = None
+    spec: Manifest | None = None
 
-    def container(self, name: str) -> KubeObject | None:
+    def container(self, name: str) -> Manifest | None:
         for c in (self.spec or {}).get("containers") or []:
             if c.get("name") == name:
                 return dict(c)
@@ -100,7 +101,7 @@ class PodTemplate(ApiModel):
 
     @field_validator("metadata")
     @classmethod
-    def _backend_annotation(cls, metadata: KubeObject | None) -> KubeObject | None:
+    def _backend_annotation(cls, metadata: Manifest | None) -> Manifest | None:
         annotations = (metadata or {}).get("annotations") or {}
         backend = annotations.get(VLLM_BACKEND_ANNOTATION) if isinstance(annotations, dict) else None
         if isinstance(backend, str) and backend.lower() not in ("mp", "ray"):
@@ -109,7 +110,7 @@ class PodTemplate(ApiModel):
 
     @field_validator("spec")
     @classmethod
-    def _container_images(cls, spec: KubeObject | None) -> KubeObject | None:
+    def _container_images(cls, spec: Manifest | None) -> Manifest | None:
         for i, c in enumerate(_dicts((spec or {}).get("containers"))):
             if c.get("name") != MAIN_CONTAINER and not c.get("image"):
                 raise ValueError(f"containers[{i}]: sidecar containers must specify a non-empty image")
@@ -119,7 +120,7 @@ class PodTemplate(ApiModel):
         return spec
 
 
-def _dicts(value: Any) -> list[dict[str, Any]]:
+def _dicts(value: Any) -> list[Manifest]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
@@ -185,7 +186,7 @@ class GraphTopologyConstraint(ApiModel):
 
 class DynamoGraphDeploymentSpec(ApiModel):
     components: Annotated[list[Component], Field(max_length=MAX_COMPONENTS)] | None = None
-    env: list[KubeObject] | None = None
+    env: list[Manifest] | None = None
     backend_framework: BackendFramework | None = None
     annotations: dict[str, str] | None = None
     labels: dict[str, str] | None = None
@@ -236,7 +237,7 @@ class DynamoComponentDeploymentSpec(ComponentFields):
 
 
 class DynamoComponentDeploymentStatus(ApiModel):
-    conditions: list[KubeObject] | None = None
+    conditions: list[Manifest] | None = None
     observed_generation: int | None = None
     component: ReplicaStatus | None = None
 
@@ -280,7 +281,7 @@ class MockerFeature(ApiModel):
 class Features(ApiModel):
     mocker: MockerFeature | None = None
     # Planner configuration: free-form (the CRD preserves unknown fields).
-    planner: KubeObject | None = None
+    planner: Manifest | None = None
 
 
 class Hardware(ApiModel):
@@ -300,9 +301,9 @@ class ModelCache(ApiModel):
 
 class Overrides(ApiModel):
     # A partial DGD merged into the generated one (free-form in the CRD).
-    dgd: KubeObject | None = None
+    dgd: Manifest | None = None
     # A Kubernetes JobSpec for the profiling job.
-    profiling_job: KubeObject | None = None
+    profiling_job: Manifest | None = None
 
 
 class SLA(ApiModel):
@@ -340,4 +341,4 @@ class DynamoGraphDeploymentRequest(V1beta1Resource):
     kind: Literal["DynamoGraphDeploymentRequest"] = "DynamoGraphDeploymentRequest"
     spec: DynamoGraphDeploymentRequestSpec
     # Profiling status: plain dict checked against the CRD schema (parts preserve unknown fields).
-    status: KubeObject | None = None
+    status: Manifest | None = None
