@@ -22,7 +22,6 @@ from dynamo_infra.api import (
     v1beta1,
 )
 from dynamo_infra.api.conversion import ANN_DCD_SPEC, ANN_DGD_SPEC, ANN_DGD_STATUS
-from dynamo_infra.api.operatorconfig import OperatorConfig
 from dynamo_infra.api.schema import editor_schemas, main
 
 ALPHA = """
@@ -324,25 +323,6 @@ def test_shipped_crd_schemas_are_small_and_current(tmp_path: Path) -> None:
     for p in written:
         assert p.stat().st_size < MAX_SCHEMA_BYTES
         assert p.read_text() == (SCHEMA_DIR / p.name).read_text(), f"{p.name}: run --update-from"
-
-
-def test_operator_config_defaults_and_rules() -> None:
-    cfg = OperatorConfig()
-    assert cfg.discovery.backend == "kubernetes"
-    assert cfg.orchestrators.grove.termination_delay == "15m"
-    assert cfg.orchestrators.grove.enabled is None  # auto-detect
-    assert cfg.checkpoint.seccomp_profile == "profiles/block-iouring.json"
-    assert not cfg.service_mesh.enabled
-    mesh = OperatorConfig.parse({"serviceMesh": {"provider": "istio", "istio": {"tlsMode": "ISTIO_MUTUAL"}}})
-    assert mesh.service_mesh.enabled
-    with pytest.raises(DynamoValidationError) as info:
-        OperatorConfig.parse(
-            {"orchestrators": {"kaiScheduler": {"enabled": True}, "volcanoScheduler": {"enabled": True}}}
-        )
-    assert str(info.value) == "orchestrators: kaiScheduler and volcanoScheduler cannot both be enabled"
-    with pytest.raises(DynamoValidationError) as info:
-        OperatorConfig.parse({"discovery": {"backend": "consul"}})
-    assert str(info.value) == "discovery.backend: must be one of 'kubernetes' or 'etcd' (got 'consul')"
 
 
 def test_import_is_light_and_layered() -> None:

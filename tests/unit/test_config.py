@@ -29,6 +29,20 @@ def test_defaults_are_the_operator_defaults() -> None:
     assert o.problems() == []
 
 
+def test_operator_configuration_settings() -> None:
+    o = ClusterOptions()
+    assert o.discovery.backend == "kubernetes"
+    assert o.grove.termination_delay == "15m" and o.grove.enabled is None  # None: follow the orchestrator
+    assert not o.service_mesh.istio_enabled
+    mesh = ClusterOptions.from_config(
+        {"serviceMesh": {"provider": "istio", "istio": {"tlsMode": "ISTIO_MUTUAL"}}}
+    )
+    assert mesh.service_mesh.istio_enabled and mesh.service_mesh.istio.tls_mode == "ISTIO_MUTUAL"
+    assert problems({"discovery": {"backend": "consul"}}) == [
+        "discovery.backend: must be one of 'kubernetes' or 'etcd' (got 'consul')"
+    ]
+
+
 def test_orchestrator_enables_its_pathway() -> None:
     assert ClusterOptions.from_config({"multinode": {"orchestrator": "grove"}}).grove_enabled
     lws = ClusterOptions.from_config({"multinode": {"orchestrator": "lws"}})
