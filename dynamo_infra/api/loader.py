@@ -178,4 +178,4 @@ def to_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
     """The graph in the hub version (v1beta1) the renderer works on."""
     if isinstance(dgd, v1beta1.DynamoGraphDeployment):
         return dgd
-    return conversion.dgd_to_v1beta1(dgd)
+    return conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment)
