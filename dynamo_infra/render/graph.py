@@ -409,7 +409,7 @@ def render_graph(
         namespace=ns,
         options=options,
         annotations=graph_annotations(hub, options),
-        legacy=legacy_of(dgd),
+        legacy=legacy_of(hub),
         backend=detect_backend(hub),
         restart_at=restart_annotations(hub, restart_status),
     )
