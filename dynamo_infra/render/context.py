@@ -19,8 +19,6 @@ MAIN_CONTAINER = "main"
 DISCOVERY_KUBERNETES = "kubernetes"
 # Value of `nvidia.com/dynamo-kube-discovery-mode` that makes each container register itself.
 DISCOVERY_MODE_CONTAINER = "container"
-# Component types that run an inference engine (and carry the worker hash).
-WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
 # GPU memory service / failover modes (v1beta1 spelling).
 GMS_INTRA_POD = "IntraPod"
 GMS_INTER_POD = "InterPod"
@@ -41,10 +39,6 @@ class GraphContext:
     @property
     def name(self) -> str:
         return self.dgd.name
-
-    @property
-    def has_epp(self) -> bool:
-        return any(c.type == "epp" for c in self.dgd.spec.components or [])
 
     @property
     def discovery_backend(self) -> str:
@@ -82,7 +76,7 @@ class ComponentContext:
 
     @property
     def is_worker(self) -> bool:
-        return self.type in WORKER_TYPES
+        return self.type in v1beta1.WORKER_TYPES
 
     @property
     def parent_name(self) -> str:
@@ -206,10 +200,3 @@ class ComponentContext:
         """`experimental.checkpoint` when enabled."""
         ckpt = self.experimental.get("checkpoint")
         return dict(ckpt) if ckpt and ckpt.get("enabled") else None
-
-    @property
-    def sub_component_type(self) -> str | None:
-        """Preserved v1alpha1 subComponentType; native prefill/decode convert back to it."""
-        if self.legacy.sub_component_type:
-            return self.legacy.sub_component_type
-        return self.type if self.type in ("prefill", "decode") else None

@@ -11,9 +11,11 @@ from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.config import DEFAULT_KAI_QUEUE
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import component_backend
-from dynamo_infra.render.context import WORKER_TYPES, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.component_type import defaults_for, sub_component_type
+from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
-from dynamo_infra.render.podspec import component_type, pod_spec
+from dynamo_infra.render.podspec import pod_spec
 
 API_VERSION = "grove.io/v1alpha1"
 KIND = "PodCliqueSet"
@@ -153,10 +155,11 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
         }
         if c.type:
             out[names.LABEL_COMPONENT_TYPE] = c.type
-        if g.has_epp and c.type in WORKER_TYPES:
+        if has_epp(g.dgd) and c.is_worker:
             out[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
-        if ctx.sub_component_type:
-            out[names.LABEL_SUB_COMPONENT_TYPE] = ctx.sub_component_type
+        sub_type = sub_component_type(ctx)
+        if sub_type:
+            out[names.LABEL_SUB_COMPONENT_TYPE] = sub_type
         out[names.LABEL_NAMESPACE] = ctx.runtime_dynamo_namespace
         return out
 
@@ -398,10 +401,12 @@ def scale_target(pcs: str, m: Member, ready: bool | None) -> Obj:
 
 
 def component_service(g: GraphContext, m: Member) -> Obj | None:
-    """The component's ClusterIP Service on the Grove path (frontends, or all with k8s discovery)."""
+    """The component's ClusterIP Service on the Grove path (with k8s discovery, or when its type
+    always has one)."""
     c, ctx = m.component, m.ctx
     k8s = g.discovery_backend == "kubernetes"
-    if not (k8s or c.type == "frontend"):
+    defaults = defaults_for(c.type)
+    if not (k8s or defaults.service_without_discovery):
         return None
     labels = {**(g.dgd.spec.labels or {}), **ctx.legacy.labels, **_raw_template_meta(c, "labels")}
     if k8s:
@@ -421,6 +426,6 @@ def component_service(g: GraphContext, m: Member) -> Obj | None:
                 names.LABEL_NAMESPACE: ctx.runtime_dynamo_namespace,
                 names.LABEL_COMPONENT: c.name,
             },
-            "ports": [component_type(c.type or "").service_port(ctx)],
+            "ports": [defaults.service_port(ctx)],
         },
     }

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from dynamo_infra.api import Problem, v1beta1
-from dynamo_infra.render.component_type import (
+from dynamo_infra.render.component_common import (
     DEFAULT_COMMAND,
     SYSTEM_PORT,
     SYSTEM_PORT_NAME,
+    BaseComponentDefaults,
     base_pod_spec,
     common_container,
-    system_service_port,
 )
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.worker import system_probes
@@ -41,7 +41,10 @@ SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 SHELL_SCRIPT_OPTION = re.compile(r"-[a-zA-Z]*c[a-zA-Z]*")
 
 
-class Planner:
+class Planner(BaseComponentDefaults):
+    supports_failover = False
+    dcd_service_account: str | None = PLANNER_SERVICE_ACCOUNT
+
     def container(self, ctx: ComponentContext) -> Obj:
         base = common_container(ctx)
         return {
@@ -60,9 +63,6 @@ class Planner:
 
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return {**base_pod_spec(), "serviceAccountName": PLANNER_SERVICE_ACCOUNT}
-
-    def service_port(self, ctx: ComponentContext) -> Obj:
-        return system_service_port()
 
 
 def command_words(command: Sequence[str]) -> list[str]:
