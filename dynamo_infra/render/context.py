@@ -45,6 +45,10 @@ class GraphContext:
         """Graph-level discovery backend (DGD annotation, else the cluster default)."""
         return self.annotations.get(names.ANNOTATION_DISCOVERY_BACKEND) or self.options.discovery.backend
 
+    @property
+    def k8s_discovery(self) -> bool:
+        return self.discovery_backend == DISCOVERY_KUBERNETES
+
 
 @dataclass(frozen=True)
 class ComponentContext:

@@ -231,7 +231,7 @@ def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: 
 
 def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Obj]:
     """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
-    shared: list[Obj] = discovery_rbac(g) if g.discovery_backend == "kubernetes" else []
+    shared: list[Obj] = discovery_rbac(g) if g.k8s_discovery else []
     shared.extend(epp_objects(g))
     shared.extend(dra.graph_claim_templates(g, list(contexts)))
     if any(ctx.node_count > 1 for ctx in contexts):

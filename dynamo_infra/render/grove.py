@@ -172,7 +172,7 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
     labels.update(ctx.legacy.labels)
     labels.update(_raw_template_meta(c, "labels"))
     labels.update(system())
-    if g.discovery_backend == "kubernetes" and role != Role.GMS:
+    if g.k8s_discovery and role != Role.GMS:
         labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     if ctx.inter_pod_failover and role != Role.GMS:
@@ -404,7 +404,7 @@ def component_service(g: GraphContext, m: Member) -> Obj | None:
     """The component's ClusterIP Service on the Grove path (with k8s discovery, or when its type
     always has one)."""
     c, ctx = m.component, m.ctx
-    k8s = g.discovery_backend == "kubernetes"
+    k8s = g.k8s_discovery
     defaults = defaults_for(c.type)
     if not (k8s or defaults.service_without_discovery):
         return None
