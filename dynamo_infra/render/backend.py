@@ -1,4 +1,5 @@
-"""Per backend (vllm, sglang, trtllm): how the engine adjusts the main container and the pod."""
+"""The backend axis (vllm, sglang, trtllm): how each engine adjusts the main container and the pod,
+and the engine's other choices (multinode secrets, clique start order, failover engines)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ from dynamo_infra.render.vllm import VLLM
 
 # Backend of components that run no engine (frontend, planner, epp, other) or none detected.
 NOOP = "noop"
-# A worker command naming `python… -m … dynamo.<backend>` selects that backend.
-DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
-    name: re.compile(rf"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.{name}[^|&;]*")
-    for name in ("vllm", "sglang", "trtllm")
-}
 
 
 class Backend(Protocol):
     """Steps of GenerateBasePodSpec that depend on the engine (multinode launch included)."""
+
+    # backendFramework value that selects it (and the `dynamo.<name>` module it runs).
+    name: str
+    # Grove starts a multinode leader clique only after its worker cliques.
+    leader_starts_after_workers: bool
 
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj: ...
 
@@ -33,8 +34,19 @@ class Backend(Protocol):
         """Where the compilation cache mounts when `compilationCache.mountPath` is unset."""
         ...
 
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        """The Secret the pods of a multinode component mount but the user provides."""
+        ...
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+        """Engine `n` of intra-pod failover; None when the engine does not support failover."""
+        ...
+
 
 class Noop:
+    name = NOOP
+    leader_starts_after_workers = False
+
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         return container
 
@@ -43,6 +55,21 @@ class Noop:
 
     def default_compilation_cache_path(self) -> str | None:
         return None
+
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        return None
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+        return None
+
+
+# One entry per backendFramework of the API.
+BACKENDS: Mapping[str, Backend] = {b.name: b for b in (VLLM(), SGLang(), TRTLLM())}
+NOOP_BACKEND: Backend = Noop()
+# A worker command naming `python… -m … dynamo.<backend>` selects that backend.
+DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
+    name: re.compile(rf"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.{name}[^|&;]*") for name in BACKENDS
+}
 
 
 def detect(command: list[str], args: list[str], where: str) -> str | None:
@@ -56,7 +83,7 @@ def detect(command: list[str], args: list[str], where: str) -> str | None:
     return found[0] if found else None
 
 
-def component_backend(ctx: ComponentContext) -> str:
+def backend_framework(ctx: ComponentContext) -> str:
     """determineBackendFramework: detected from a worker's command, else the DCD's, else noop."""
     if not ctx.is_worker:
         return NOOP
@@ -76,8 +103,11 @@ def component_backend(ctx: ComponentContext) -> str:
     return detected or explicit or NOOP
 
 
-BACKENDS: Mapping[str, Backend] = {"vllm": VLLM(), "sglang": SGLang(), "trtllm": TRTLLM()}
+def backend_for(name: str, where: str) -> Backend:
+    """BackendFactory: the named backend (`where` names the field that chose it)."""
+    return BACKENDS.get(name, NOOP_BACKEND)
 
 
-def backend_for(name: str) -> Backend:
-    return BACKENDS.get(name, Noop())
+def component_backend(ctx: ComponentContext) -> Backend:
+    """The backend a component's pods are rendered with."""
+    return backend_for(backend_framework(ctx), f"components[{ctx.name}].backendFramework")

@@ -22,7 +22,6 @@ from dynamo_infra.render.legacy import LegacyComponent, legacy_of
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 from dynamo_infra.render.pullsecrets import PullSecret, with_workload_pull_secrets
 from dynamo_infra.render.restart import restart_annotations
-from dynamo_infra.render.trtllm import TRTLLM
 from dynamo_infra.render.vllm import wait_leader_config_map
 from dynamo_infra.render.volumes import pvcs, required_pvcs
 
@@ -240,13 +239,10 @@ def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> lis
 
 
 def required_secrets(contexts: Sequence[ComponentContext]) -> tuple[str, ...]:
-    """The MPI SSH secret when a TRT-LLM component is multinode (mounted, never created)."""
-    out = {
-        TRTLLM().secret(ctx)
-        for ctx in contexts
-        if ctx.node_count > 1 and backends.component_backend(ctx) == "trtllm"
-    }
-    return tuple(sorted(out))
+    """Secrets multinode components mount but never create (the TRT-LLM MPI SSH key pair)."""
+    multinode = (ctx for ctx in contexts if ctx.node_count > 1)
+    out = {backends.component_backend(ctx).multinode_secret(ctx) for ctx in multinode}
+    return tuple(sorted(s for s in out if s))
 
 
 def _pull_secret_discovery(options: ClusterOptions, ctx: ComponentContext) -> bool:

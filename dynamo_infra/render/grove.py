@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.config import DEFAULT_KAI_QUEUE
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
-from dynamo_infra.render.backend import component_backend
+from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
 from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 from dynamo_infra.render.epp import has_epp
@@ -38,8 +38,6 @@ VOLCANO_SCHEDULER = "volcano"
 PODCLIQUE = "PodClique"
 SCALING_GROUP = "PodCliqueScalingGroup"
 PCS_REPLICA_INDEX = 0
-# Backends whose multinode leader starts only after its workers (mpirun needs them listening).
-LEADER_AFTER_WORKERS = frozenset({"trtllm"})
 
 
 @dataclass(frozen=True)
@@ -271,10 +269,10 @@ def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) ->
 
 
 def _starts_after(
-    backend: str, nodes: int, rs: list[gms.CliqueRole], inter_pod: bool
+    backend: Backend, nodes: int, rs: list[gms.CliqueRole], inter_pod: bool
 ) -> dict[str, list[str]]:
-    """Clique name -> the cliques it starts after (TRT-LLM multinode, inter-pod GMS)."""
-    ordered = backend in LEADER_AFTER_WORKERS and nodes > 1
+    """Clique name -> the cliques it starts after (multinode leaders after workers, inter-pod GMS)."""
+    ordered = backend.leader_starts_after_workers and nodes > 1
     if not ordered and not inter_pod:
         return {}
     workers = [r.name.lower() for r in rs if r.role == Role.WORKER]

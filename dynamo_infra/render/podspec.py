@@ -9,7 +9,7 @@ import re
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.merge import merge_env, merge_override
 from dynamo_infra.render import checkpoint, failover, gms
-from dynamo_infra.render.backend import Backend, backend_for, component_backend
+from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.frontend import frontend_container
@@ -74,7 +74,7 @@ def compilation_cache_path(ctx: ComponentContext, backend: Backend) -> str | Non
         raise _problem(
             ctx,
             "compilationCache.mountPath",
-            f"is required for backend framework {component_backend(ctx)} (no default available)",
+            f"is required for backend framework {backend.name} (no default available)",
         )
     return str(path)
 
@@ -201,8 +201,7 @@ def placement(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN)
 def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
     """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets)."""
     ctype = defaults_for(ctx.type)
-    backend_name = component_backend(ctx)
-    backend = backend_for(backend_name)
+    backend = component_backend(ctx)
     container = ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:
@@ -239,7 +238,7 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
     if ctx.gms is not None and not ctx.inter_pod_gms:
         pod = gms.intra_pod(ctx, pod)
     if ctx.intra_pod_failover:
-        pod = failover.intra_pod(ctx, pod, backend_name, where.nodes)
+        pod = failover.intra_pod(ctx, pod, backend, where.nodes)
     if checkpoint.restores_in_template(ctx):
         pod = checkpoint.restore_pod_spec(ctx, pod)
     return pod
