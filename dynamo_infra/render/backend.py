@@ -104,8 +104,16 @@ def backend_framework(ctx: ComponentContext) -> str:
 
 
 def backend_for(name: str, where: str) -> Backend:
-    """BackendFactory: the named backend (`where` names the field that chose it)."""
-    return BACKENDS.get(name, NOOP_BACKEND)
+    """BackendFactory: the named backend; an unknown name is an error, as in the operator."""
+    if name == NOOP:
+        return NOOP_BACKEND
+    backend = BACKENDS.get(name)
+    if backend is None:
+        valid = ", ".join(BACKENDS)
+        raise DynamoValidationError(
+            [Problem(where, f"unsupported backend framework: {name} (valid values: {valid})")]
+        )
+    return backend
 
 
 def component_backend(ctx: ComponentContext) -> Backend:

@@ -6,10 +6,12 @@ import types
 from typing import Any, Literal, Union, get_args, get_origin
 
 import pydantic
+import pytest
 
-from dynamo_infra.api import v1beta1
+from dynamo_infra.api import DynamoValidationError, v1beta1
 from dynamo_infra.render.backend import BACKENDS
 from dynamo_infra.render.component_type import COMPONENT_DEFAULTS
+from dynamo_infra.render.graph import render_dcd
 from dynamo_infra.render.worker import Worker
 
 
@@ -40,3 +42,17 @@ def test_backends_cover_the_backend_frameworks() -> None:
     component = literal_values(v1beta1.DynamoComponentDeploymentSpec, "backend_framework")
     assert set(BACKENDS) == graph == component
     assert all(name == backend.name for name, backend in BACKENDS.items())
+
+
+def test_unknown_backend_is_an_error_naming_the_field() -> None:
+    dcd = {
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": "DynamoComponentDeployment",
+        "metadata": {"name": "d", "namespace": "team"},
+        "spec": {"name": "w", "type": "worker", "backendFramework": "tensorflow"},
+    }
+    with pytest.raises(DynamoValidationError) as err:
+        render_dcd(dcd)
+    (problem,) = err.value.problems
+    assert problem.path == "components[w].backendFramework"
+    assert "unsupported backend framework: tensorflow" in problem.message
