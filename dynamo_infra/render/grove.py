@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
-from dynamo_infra.config import DEFAULT_KAI_QUEUE
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
@@ -16,6 +15,7 @@ from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
 from dynamo_infra.render.podspec import pod_spec
+from dynamo_infra.render.schedulers import scheduler_for
 
 API_VERSION = "grove.io/v1alpha1"
 KIND = "PodCliqueSet"
@@ -31,9 +31,6 @@ STARTUP_ANY_ORDER = "CliqueStartupTypeAnyOrder"
 STARTUP_EXPLICIT = "CliqueStartupTypeExplicit"
 # Values of `nvidia.com/grove-update-strategy`.
 UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
-# Scheduler names Grove cliques get with the KAI / Volcano integrations.
-KAI_SCHEDULER = "kai-scheduler"
-VOLCANO_SCHEDULER = "volcano"
 # Kinds whose readiness stands for a component, and the Grove index of the only PCS replica.
 PODCLIQUE = "PodClique"
 SCALING_GROUP = "PodCliqueScalingGroup"
@@ -203,24 +200,16 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
     return dict(sorted(out.items()))
 
 
-def kai_queue(g: GraphContext) -> str:
-    queue = (g.annotations.get(names.ANNOTATION_KAI_QUEUE) or "").strip()
-    return queue or g.options.grove.queue or DEFAULT_KAI_QUEUE
-
-
-# Scheduler name per `grove.scheduler` integration.
-SCHEDULERS: Mapping[str, str] = {"kai": KAI_SCHEDULER, "volcano": VOLCANO_SCHEDULER}
-
-
 def with_scheduler(g: GraphContext, cl: Obj) -> Obj:
-    """KAI / Volcano scheduler on the clique's pods unless the user chose another scheduler."""
-    scheduler = SCHEDULERS.get(g.options.grove.scheduler)
+    """The gang scheduler on the clique's pods (and its queue) unless the user chose another one."""
+    scheduler = scheduler_for(g.options)
     pod = cl["spec"]["podSpec"]
-    if scheduler is None or pod.get("schedulerName") not in (None, "", scheduler):
+    if scheduler is None or pod.get("schedulerName") not in (None, "", scheduler.scheduler_name):
         return cl
-    out = {**cl, "spec": {**cl["spec"], "podSpec": {**pod, "schedulerName": scheduler}}}
-    if g.options.grove.scheduler == "kai":
-        out["labels"] = dict(sorted({**cl["labels"], names.LABEL_KAI_QUEUE: kai_queue(g)}.items()))
+    out = {**cl, "spec": {**cl["spec"], "podSpec": {**pod, "schedulerName": scheduler.scheduler_name}}}
+    labels = scheduler.clique_labels(g)
+    if labels:
+        out["labels"] = dict(sorted({**cl["labels"], **labels}.items()))
     return out
 
 
@@ -330,9 +319,9 @@ def pod_clique_set(
     name = pcs_name(g.name, members)
     labels = {**(g.dgd.spec.labels or {}), names.LABEL_GRAPH: g.name}
     annotations = dict(g.dgd.spec.annotations or {})
-    queue = (g.annotations.get(names.ANNOTATION_VOLCANO_QUEUE) or "").strip() or (g.options.grove.queue or "")
-    if g.options.grove.scheduler == "volcano" and queue:
-        annotations[names.ANNOTATION_GROVE_VOLCANO_QUEUE] = queue
+    scheduler = scheduler_for(g.options)
+    if scheduler is not None:
+        annotations.update(scheduler.pod_clique_set_annotations(g))
     template: Obj = {
         "headlessServiceConfig": {"publishNotReadyAddresses": True},
         "cliqueStartupType": STARTUP_ANY_ORDER,

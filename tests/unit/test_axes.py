@@ -8,10 +8,12 @@ from typing import Any, Literal, Union, get_args, get_origin
 import pydantic
 import pytest
 
+from dynamo_infra import config
 from dynamo_infra.api import DynamoValidationError, v1beta1
 from dynamo_infra.render.backend import BACKENDS
 from dynamo_infra.render.component_type import COMPONENT_DEFAULTS
 from dynamo_infra.render.graph import render_dcd
+from dynamo_infra.render.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
 from dynamo_infra.render.worker import Worker
 
 
@@ -56,3 +58,7 @@ def test_unknown_backend_is_an_error_naming_the_field() -> None:
     (problem,) = err.value.problems
     assert problem.path == "components[w].backendFramework"
     assert "unsupported backend framework: tensorflow" in problem.message
+
+
+def test_gang_schedulers_cover_the_grove_schedulers() -> None:
+    assert {*SCHEDULERS, DEFAULT_SCHEDULER} == literal_values(config.Grove, "scheduler")
