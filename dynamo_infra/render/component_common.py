@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dynamo_infra.render.context import DISCOVERY_MODE_CONTAINER, MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.context import (
+    DISCOVERY_ETCD,
+    DISCOVERY_KUBERNETES,
+    DISCOVERY_MODE_CONTAINER,
+    MAIN_CONTAINER,
+    ComponentContext,
+    Obj,
+)
 
 __all__ = ["MAIN_CONTAINER", "BaseComponentDefaults", "Obj"]
 
@@ -34,8 +41,8 @@ def common_env(ctx: ComponentContext, component_type: str | None = None) -> list
         field_env("POD_NAMESPACE", "metadata.namespace"),
         field_env("POD_UID", "metadata.uid"),
     ]
-    if ctx.discovery_backend != "etcd":
-        env.append({"name": "DYN_DISCOVERY_BACKEND", "value": "kubernetes"})
+    if ctx.discovery_backend != DISCOVERY_ETCD:
+        env.append({"name": "DYN_DISCOVERY_BACKEND", "value": DISCOVERY_KUBERNETES})
     if ctx.discovery_mode == DISCOVERY_MODE_CONTAINER:
         env.append({"name": "CONTAINER_NAME", "value": MAIN_CONTAINER})
         env.append({"name": "DYN_KUBE_DISCOVERY_MODE", "value": DISCOVERY_MODE_CONTAINER})

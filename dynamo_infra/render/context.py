@@ -17,6 +17,7 @@ Obj = dict[str, Any]
 MAIN_CONTAINER = "main"
 # Kubernetes discovery unless the DGD (or component) annotation or the cluster says `etcd`.
 DISCOVERY_KUBERNETES = "kubernetes"
+DISCOVERY_ETCD = "etcd"
 # Value of `nvidia.com/dynamo-kube-discovery-mode` that makes each container register itself.
 DISCOVERY_MODE_CONTAINER = "container"
 # GPU memory service / failover modes (v1beta1 spelling).

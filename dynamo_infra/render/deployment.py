@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dynamo_infra.render import checkpoint, names
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, Obj
 from dynamo_infra.render.multinode import Deployer, Role
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 
@@ -68,7 +68,7 @@ def pod_labels(ctx: ComponentContext, annotations: dict[str, str]) -> dict[str, 
         labels[names.LABEL_WORKER_HASH] = ctx.labels[names.LABEL_WORKER_HASH]
     labels[names.LABEL_SELECTOR] = ctx.dcd_name
     if ctx.k8s_discovery:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     return dict(sorted(labels.items()))
 
@@ -147,7 +147,7 @@ def service(ctx: ComponentContext) -> Obj | None:
     if ctx.k8s_discovery:
         labels = {
             **labels,
-            names.LABEL_DISCOVERY_BACKEND: "kubernetes",
+            names.LABEL_DISCOVERY_BACKEND: DISCOVERY_KUBERNETES,
             names.LABEL_DISCOVERY_ENABLED: "true",
         }
     selector = {

@@ -11,7 +11,7 @@ from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
-from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, GraphContext, Obj
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
 from dynamo_infra.render.podspec import pod_spec
@@ -168,7 +168,7 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
     labels.update(_raw_template_meta(c, "labels"))
     labels.update(system())
     if g.k8s_discovery and role != Role.GMS:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     if ctx.inter_pod_failover and role != Role.GMS:
         labels[names.LABEL_FAILOVER_ENGINE_GROUP_MEMBER] = "true"
@@ -397,7 +397,7 @@ def component_service(g: GraphContext, m: Member) -> Obj | None:
         return None
     labels = {**(g.dgd.spec.labels or {}), **ctx.legacy.labels, **_raw_template_meta(c, "labels")}
     if k8s:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     return {
         "apiVersion": "v1",
