@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dynamo_infra.api import Problem, v1beta1
 from dynamo_infra.render.context import (
     DISCOVERY_ETCD,
     DISCOVERY_KUBERNETES,
@@ -94,3 +95,7 @@ class BaseComponentDefaults:
     def dcd_annotations(self) -> Mapping[str, str]:
         """Pod-template annotations the DGD controller adds to the generated DCD (not on Grove)."""
         return {}
+
+    def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
+        """What the component needs at run time that only the Dynamo operator serves (see preflight)."""
+        return []

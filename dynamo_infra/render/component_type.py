@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from dynamo_infra.api import Problem, v1beta1
 from dynamo_infra.render.component_common import BaseComponentDefaults
 from dynamo_infra.render.context import ComponentContext, Obj
 from dynamo_infra.render.epp import EPP
@@ -32,6 +33,8 @@ class ComponentDefaults(Protocol):
         ...
 
     def dcd_annotations(self) -> Mapping[str, str]: ...
+
+    def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]: ...
 
 
 # One entry per `type` of the v1beta1 API; prefill and decode workers convert back to v1alpha1

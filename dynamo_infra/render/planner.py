@@ -1,6 +1,6 @@
 """Planner component: scales workers from Prometheus metrics.
 
-It renders as the operator would; `operator_needs` says separately (at preview, not in the
+It renders as the operator would; `planner_operator_needs` says separately (at preview, not in the
 rendering) when the planner could not run without the operator.
 """
 
@@ -64,6 +64,9 @@ class Planner(BaseComponentDefaults):
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return {**base_pod_spec(), "serviceAccountName": PLANNER_SERVICE_ACCOUNT}
 
+    def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
+        return planner_operator_needs(component, graph, at)
+
 
 def command_words(command: Sequence[str]) -> list[str]:
     """The words of a command line; a shell's `-c` script split as the shell would."""
@@ -98,7 +101,7 @@ def planner_environment(command: Sequence[str]) -> str | None:
     return DEFAULT_ENVIRONMENT
 
 
-def operator_needs(component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
+def planner_operator_needs(component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
     """The planner's needs only the Dynamo operator serves, as a problem at `at` (none in the
     virtual environment, whose decisions go to a client of the user's own)."""
     main = (component.pod_template.container(MAIN_CONTAINER) if component.pod_template else None) or {}
