@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Protocol
 
-from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.multinode import Placement
 from dynamo_infra.render.sglang import SGLang
@@ -81,6 +81,34 @@ def detect(command: list[str], args: list[str], where: str) -> str | None:
             [Problem(where, f"multiple backend frameworks detected from command: {found}")]
         )
     return found[0] if found else None
+
+
+def graph_backend_framework(dgd: v1beta1.DynamoGraphDeployment) -> str:
+    """The DGD's backendFramework as set, else the single backend detected in worker commands."""
+    if dgd.spec.backend_framework:
+        return dgd.spec.backend_framework
+    detected = ""
+    for c in dgd.spec.components or []:
+        if not c.is_worker:
+            continue
+        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
+        found = detect(
+            list(main.get("command") or []), list(main.get("args") or []), f"spec.components[{c.name}]"
+        )
+        if not found:
+            continue
+        if detected and found != detected:
+            raise DynamoValidationError(
+                [
+                    Problem(
+                        "spec.backendFramework",
+                        f"multiple backend frameworks detected for generated DynamoComponentDeployments: "
+                        f"{detected} and {found}",
+                    )
+                ]
+            )
+        detected = found
+    return detected
 
 
 def backend_framework(ctx: ComponentContext) -> str:

@@ -12,7 +12,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
 from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 from dynamo_infra.render.dcd import generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
 from dynamo_infra.render.discovery import discovery_rbac
@@ -104,30 +104,6 @@ class RenderedGraph:
 
 def _fail(path: str, message: str) -> DynamoValidationError:
     return DynamoValidationError([Problem(path, message)])
-
-
-def detect_backend(dgd: v1beta1.DynamoGraphDeployment) -> str:
-    """backendFramework as set, else the single backend detected in worker commands."""
-    if dgd.spec.backend_framework:
-        return dgd.spec.backend_framework
-    detected = ""
-    for c in dgd.spec.components or []:
-        if not c.is_worker:
-            continue
-        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
-        found = backends.detect(
-            list(main.get("command") or []), list(main.get("args") or []), f"spec.components[{c.name}]"
-        )
-        if not found:
-            continue
-        if detected and found != detected:
-            raise _fail(
-                "spec.backendFramework",
-                f"multiple backend frameworks detected for generated DynamoComponentDeployments: "
-                f"{detected} and {found}",
-            )
-        detected = found
-    return detected
 
 
 def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions) -> dict[str, str]:
@@ -406,7 +382,7 @@ def render_graph(
         options=options,
         annotations=graph_annotations(hub, options),
         legacy=legacy_of(hub),
-        backend=detect_backend(hub),
+        backend=backends.graph_backend_framework(hub),
         restart_at=restart_annotations(hub, restart_status),
     )
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
