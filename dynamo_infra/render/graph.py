@@ -169,9 +169,11 @@ WORKLOADS: Mapping[str, Callable[[ComponentContext], Obj]] = {
 }
 
 
-def component_objects(ctx: ComponentContext, pull_secrets: Sequence[PullSecret] | None = None) -> list[Obj]:
-    """What the component controller creates for one DCD (model Service excluded)."""
-    workload = WORKLOADS[workload_kind(ctx)](ctx)
+def component_objects(
+    ctx: ComponentContext, kind: str, pull_secrets: Sequence[PullSecret] | None = None
+) -> list[Obj]:
+    """What the component controller creates for one DCD with its workload `kind` (model Service excluded)."""
+    workload = WORKLOADS[kind](ctx)
     objects = [workload, service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
     out = [o for o in objects if o is not None]
     if pull_secrets and ctx.options.image_pull_secret_discovery:
@@ -185,7 +187,7 @@ def render_dcd(
     """Objects for a standalone DynamoComponentDeployment (v1beta1 wire form)."""
     ctx = component_context(dcd, options or ClusterOptions())
     model = model_service(ctx)
-    return [*component_objects(ctx, pull_secrets), *([model] if model else [])]
+    return [*component_objects(ctx, workload_kind(ctx), pull_secrets), *([model] if model else [])]
 
 
 def is_grove_pathway(g: GraphContext) -> bool:
@@ -277,7 +279,8 @@ def components_pathway(
             checkpoints.append(ckpt)
         if entry is not None:
             status[c.name] = entry
-        objects = component_objects(ctx, pull_secrets)
+        kind = workload_kind(ctx)
+        objects = component_objects(ctx, kind, pull_secrets)
         model = model_service(ctx)
         if model is not None and ctx.model_ref not in models:
             models.add(str(ctx.model_ref))
@@ -294,7 +297,7 @@ def components_pathway(
             adapter=adapter,
             autoscaled=any(o["kind"] == "HorizontalPodAutoscaler" for o in objects),
             pull_secret_discovery=_pull_secret_discovery(g.options, ctx),
-            workload_kind=workload_kind(ctx),
+            workload_kind=kind,
             waiting_for_checkpoint=gated,
         )
     return _Pathway(components, (), tuple(checkpoints), status)
