@@ -10,9 +10,10 @@ import pytest
 
 from dynamo_infra import config
 from dynamo_infra.api import DynamoValidationError, v1beta1
+from dynamo_infra.render import grove, status
 from dynamo_infra.render.backend import BACKENDS
 from dynamo_infra.render.component_type import COMPONENT_DEFAULTS
-from dynamo_infra.render.graph import render_dcd
+from dynamo_infra.render.graph import WORKLOADS, render_dcd
 from dynamo_infra.render.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
 from dynamo_infra.render.worker import Worker
 
@@ -62,3 +63,14 @@ def test_unknown_backend_is_an_error_naming_the_field() -> None:
 
 def test_gang_schedulers_cover_the_grove_schedulers() -> None:
     assert {*SCHEDULERS, DEFAULT_SCHEDULER} == literal_values(config.Grove, "scheduler")
+
+
+def test_workload_kinds_cover_the_component_kinds() -> None:
+    (replica_status,) = (
+        t
+        for t in get_args(v1beta1.DynamoComponentDeploymentStatus.model_fields["component"].annotation)
+        if isinstance(t, type) and issubclass(t, pydantic.BaseModel)
+    )
+    kinds = literal_values(replica_status, "component_kind")
+    assert {*WORKLOADS, grove.PODCLIQUE, grove.SCALING_GROUP} == kinds
+    assert {kind for _, kind in status.READINESS} == kinds
