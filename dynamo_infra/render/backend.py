@@ -1,4 +1,5 @@
-"""Per backend (vllm, sglang, trtllm): how the engine adjusts the main container and the pod."""
+"""The backend axis (vllm, sglang, trtllm): how each engine adjusts the main container and the pod,
+and the engine's other choices (multinode secrets, clique start order, failover engines)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Protocol
 
-from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.multinode import Placement
 from dynamo_infra.render.sglang import SGLang
@@ -15,15 +16,15 @@ from dynamo_infra.render.vllm import VLLM
 
 # Backend of components that run no engine (frontend, planner, epp, other) or none detected.
 NOOP = "noop"
-# A worker command naming `python… -m … dynamo.<backend>` selects that backend.
-DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
-    name: re.compile(rf"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.{name}[^|&;]*")
-    for name in ("vllm", "sglang", "trtllm")
-}
 
 
 class Backend(Protocol):
     """Steps of GenerateBasePodSpec that depend on the engine (multinode launch included)."""
+
+    # backendFramework value that selects it (and the `dynamo.<name>` module it runs).
+    name: str
+    # Grove starts a multinode leader clique only after its worker cliques.
+    leader_starts_after_workers: bool
 
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj: ...
 
@@ -33,8 +34,19 @@ class Backend(Protocol):
         """Where the compilation cache mounts when `compilationCache.mountPath` is unset."""
         ...
 
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        """The Secret the pods of a multinode component mount but the user provides."""
+        ...
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+        """Engine `n` of intra-pod failover; None when the engine does not support failover."""
+        ...
+
 
 class Noop:
+    name = NOOP
+    leader_starts_after_workers = False
+
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         return container
 
@@ -43,6 +55,21 @@ class Noop:
 
     def default_compilation_cache_path(self) -> str | None:
         return None
+
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        return None
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+        return None
+
+
+# One entry per backendFramework of the API.
+BACKENDS: Mapping[str, Backend] = {b.name: b for b in (VLLM(), SGLang(), TRTLLM())}
+NOOP_BACKEND: Backend = Noop()
+# A worker command naming `python… -m … dynamo.<backend>` selects that backend.
+DETECTION_PATTERNS: Mapping[str, re.Pattern[str]] = {
+    name: re.compile(rf"python[0-9.]*\s+[^|&;]*-m\s+[^|&;]*dynamo\.{name}[^|&;]*") for name in BACKENDS
+}
 
 
 def detect(command: list[str], args: list[str], where: str) -> str | None:
@@ -56,7 +83,35 @@ def detect(command: list[str], args: list[str], where: str) -> str | None:
     return found[0] if found else None
 
 
-def component_backend(ctx: ComponentContext) -> str:
+def graph_backend_framework(dgd: v1beta1.DynamoGraphDeployment) -> str:
+    """The DGD's backendFramework as set, else the single backend detected in worker commands."""
+    if dgd.spec.backend_framework:
+        return dgd.spec.backend_framework
+    detected = ""
+    for c in dgd.spec.components or []:
+        if not c.is_worker:
+            continue
+        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
+        found = detect(
+            list(main.get("command") or []), list(main.get("args") or []), f"spec.components[{c.name}]"
+        )
+        if not found:
+            continue
+        if detected and found != detected:
+            raise DynamoValidationError(
+                [
+                    Problem(
+                        "spec.backendFramework",
+                        f"multiple backend frameworks detected for generated DynamoComponentDeployments: "
+                        f"{detected} and {found}",
+                    )
+                ]
+            )
+        detected = found
+    return detected
+
+
+def backend_framework(ctx: ComponentContext) -> str:
     """determineBackendFramework: detected from a worker's command, else the DCD's, else noop."""
     if not ctx.is_worker:
         return NOOP
@@ -76,8 +131,19 @@ def component_backend(ctx: ComponentContext) -> str:
     return detected or explicit or NOOP
 
 
-BACKENDS: Mapping[str, Backend] = {"vllm": VLLM(), "sglang": SGLang(), "trtllm": TRTLLM()}
+def backend_for(name: str, where: str) -> Backend:
+    """BackendFactory: the named backend; an unknown name is an error, as in the operator."""
+    if name == NOOP:
+        return NOOP_BACKEND
+    backend = BACKENDS.get(name)
+    if backend is None:
+        valid = ", ".join(BACKENDS)
+        raise DynamoValidationError(
+            [Problem(where, f"unsupported backend framework: {name} (valid values: {valid})")]
+        )
+    return backend
 
 
-def backend_for(name: str) -> Backend:
-    return BACKENDS.get(name, Noop())
+def component_backend(ctx: ComponentContext) -> Backend:
+    """The backend a component's pods are rendered with."""
+    return backend_for(backend_framework(ctx), f"components[{ctx.name}].backendFramework")

@@ -1,25 +1,28 @@
-"""Per component type: the base container, base pod spec and Service port the operator starts from."""
+"""The component-type axis: per `type`, the defaults the operator starts a component from and the
+choices it makes for that type (ComponentDefaultsFactory)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Protocol
 
-from dynamo_infra.render.context import DISCOVERY_MODE_CONTAINER, MAIN_CONTAINER, ComponentContext, Obj
-
-__all__ = ["MAIN_CONTAINER", "ComponentType", "Obj", "Other"]
-
-# Command of a component type that sets none (the user supplies args or a full command).
-DEFAULT_COMMAND = ["/bin/sh", "-c"]
-# Pod defaults for every component type.
-DEFAULT_TERMINATION_GRACE_PERIOD_S = 60
-DEFAULT_RESTART_POLICY = "Always"
-# Dynamo system server (health, metrics) port, exposed by the Service of non-frontend components.
-SYSTEM_PORT = 9090
-SYSTEM_PORT_NAME = "system"
+from dynamo_infra.api import Problem, v1beta1
+from dynamo_infra.render.component_common import BaseComponentDefaults
+from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.epp import EPP
+from dynamo_infra.render.frontend import Frontend
+from dynamo_infra.render.planner import Planner
+from dynamo_infra.render.worker import Worker
 
 
-class ComponentType(Protocol):
-    """What a component type contributes before user settings are merged in."""
+class ComponentDefaults(Protocol):
+    """What a component type contributes before user settings are merged in, and its choices."""
+
+    service_without_discovery: bool
+    cluster_ingress: bool
+    supports_failover: bool
+    sub_component_type: str | None
+    dcd_service_account: str | None
 
     def container(self, ctx: ComponentContext) -> Obj: ...
 
@@ -29,57 +32,29 @@ class ComponentType(Protocol):
         """The single port of the component's ClusterIP Service."""
         ...
 
+    def dcd_annotations(self) -> Mapping[str, str]: ...
 
-def field_env(name: str, path: str) -> Obj:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-
-
-def common_env(ctx: ComponentContext, component_type: str | None = None) -> list[Obj]:
-    """Env every Dynamo container gets (component_common.go), in the operator's order."""
-    env: list[Obj] = [
-        {"name": "DYN_NAMESPACE", "value": ctx.runtime_dynamo_namespace},
-        {"name": "DYN_COMPONENT", "value": ctx.type if component_type is None else component_type},
-        {"name": "DYN_PARENT_DGD_K8S_NAME", "value": ctx.parent_name},
-        {"name": "DYN_PARENT_DGD_K8S_NAMESPACE", "value": ctx.namespace},
-        field_env("POD_NAME", "metadata.name"),
-        field_env("POD_NAMESPACE", "metadata.namespace"),
-        field_env("POD_UID", "metadata.uid"),
-    ]
-    if ctx.discovery_backend != "etcd":
-        env.append({"name": "DYN_DISCOVERY_BACKEND", "value": "kubernetes"})
-    if ctx.discovery_mode == DISCOVERY_MODE_CONTAINER:
-        env.append({"name": "CONTAINER_NAME", "value": MAIN_CONTAINER})
-        env.append({"name": "DYN_KUBE_DISCOVERY_MODE", "value": DISCOVERY_MODE_CONTAINER})
-    return env
+    def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]: ...
 
 
-def common_container(ctx: ComponentContext) -> Obj:
-    return {"name": MAIN_CONTAINER, "command": list(DEFAULT_COMMAND), "env": common_env(ctx)}
+# One entry per `type` of the v1beta1 API; prefill and decode workers convert back to v1alpha1
+# `componentType: worker` with that subComponentType.
+COMPONENT_DEFAULTS: Mapping[str, ComponentDefaults] = {
+    "frontend": Frontend(),
+    "worker": Worker(),
+    "prefill": Worker(sub_component_type="prefill"),
+    "decode": Worker(sub_component_type="decode"),
+    "planner": Planner(),
+    "epp": EPP(),
+}
+# Components without a type (or of a type the pin does not know).
+OTHER: ComponentDefaults = BaseComponentDefaults()
 
 
-def base_pod_spec() -> Obj:
-    return {
-        "terminationGracePeriodSeconds": DEFAULT_TERMINATION_GRACE_PERIOD_S,
-        "restartPolicy": DEFAULT_RESTART_POLICY,
-    }
+def defaults_for(component_type: str | None) -> ComponentDefaults:
+    return COMPONENT_DEFAULTS.get(component_type or "", OTHER)
 
 
-def http_probe(path: str, port: str, **timing: int) -> Obj:
-    return {"httpGet": {"path": path, "port": port}, **timing}
-
-
-def system_service_port() -> Obj:
-    return {"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT_NAME, "protocol": "TCP"}
-
-
-class Other:
-    """Components without a known type: common env only."""
-
-    def container(self, ctx: ComponentContext) -> Obj:
-        return common_container(ctx)
-
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
-        return base_pod_spec()
-
-    def service_port(self, ctx: ComponentContext) -> Obj:
-        return system_service_port()
+def sub_component_type(ctx: ComponentContext) -> str | None:
+    """The preserved v1alpha1 subComponentType, else the one the component's type converts back to."""
+    return ctx.legacy.sub_component_type or defaults_for(ctx.type).sub_component_type

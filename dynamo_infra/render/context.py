@@ -17,10 +17,9 @@ Obj = dict[str, Any]
 MAIN_CONTAINER = "main"
 # Kubernetes discovery unless the DGD (or component) annotation or the cluster says `etcd`.
 DISCOVERY_KUBERNETES = "kubernetes"
+DISCOVERY_ETCD = "etcd"
 # Value of `nvidia.com/dynamo-kube-discovery-mode` that makes each container register itself.
 DISCOVERY_MODE_CONTAINER = "container"
-# Component types that run an inference engine (and carry the worker hash).
-WORKER_TYPES = frozenset({"worker", "prefill", "decode"})
 # GPU memory service / failover modes (v1beta1 spelling).
 GMS_INTRA_POD = "IntraPod"
 GMS_INTER_POD = "InterPod"
@@ -43,13 +42,13 @@ class GraphContext:
         return self.dgd.name
 
     @property
-    def has_epp(self) -> bool:
-        return any(c.type == "epp" for c in self.dgd.spec.components or [])
-
-    @property
     def discovery_backend(self) -> str:
         """Graph-level discovery backend (DGD annotation, else the cluster default)."""
         return self.annotations.get(names.ANNOTATION_DISCOVERY_BACKEND) or self.options.discovery.backend
+
+    @property
+    def k8s_discovery(self) -> bool:
+        return self.discovery_backend == DISCOVERY_KUBERNETES
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,7 @@ class ComponentContext:
 
     @property
     def is_worker(self) -> bool:
-        return self.type in WORKER_TYPES
+        return self.type in v1beta1.WORKER_TYPES
 
     @property
     def parent_name(self) -> str:
@@ -206,10 +205,3 @@ class ComponentContext:
         """`experimental.checkpoint` when enabled."""
         ckpt = self.experimental.get("checkpoint")
         return dict(ckpt) if ckpt and ckpt.get("enabled") else None
-
-    @property
-    def sub_component_type(self) -> str | None:
-        """Preserved v1alpha1 subComponentType; native prefill/decode convert back to it."""
-        if self.legacy.sub_component_type:
-            return self.legacy.sub_component_type
-        return self.type if self.type in ("prefill", "decode") else None

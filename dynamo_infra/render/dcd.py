@@ -7,8 +7,9 @@ import copy
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import kvtransfer, names
+from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext, Obj
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.epp import has_epp
 
 # apiVersion/kind of the generated component objects.
 DCD_API_VERSION = v1beta1.API_VERSION
@@ -96,11 +97,13 @@ def generate_dcd(
     if component.is_worker and not grove:
         labels[names.LABEL_WORKER_HASH] = worker_hash or ""
         meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
-        if g.has_epp:
+        if has_epp(g.dgd):
             labels[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
             meta["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
-    if component.type == "epp" and not grove:
-        meta["annotations"] = {names.ANNOTATION_ISTIO_INJECT: "false", **(meta.get("annotations") or {})}
+    defaults = defaults_for(component.type)
+    type_annotations = defaults.dcd_annotations()
+    if type_annotations and not grove:
+        meta["annotations"] = {**type_annotations, **(meta.get("annotations") or {})}
     _template_defaults(g, component, template)
     if grove:
         meta["labels"] = {**meta.get("labels", {}), names.LABEL_NAMESPACE: labels[names.LABEL_NAMESPACE]}
@@ -114,8 +117,8 @@ def generate_dcd(
     restart_at = g.restart_at.get(component.name)
     if restart_at:
         meta["annotations"] = {**meta.get("annotations", {}), names.ANNOTATION_RESTART_AT: restart_at}
-    if component.type == "planner":
-        template.setdefault("spec", {})["serviceAccountName"] = PLANNER_SERVICE_ACCOUNT
+    if defaults.dcd_service_account:
+        template.setdefault("spec", {})["serviceAccountName"] = defaults.dcd_service_account
     spec["podTemplate"] = _prune_empty(template)
     if not spec["podTemplate"]:
         spec.pop("podTemplate")

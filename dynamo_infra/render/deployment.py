@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dynamo_infra.render import checkpoint, names
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.component_type import defaults_for, sub_component_type
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, Obj
 from dynamo_infra.render.multinode import Deployer, Role
-from dynamo_infra.render.podspec import component_type, placement, pod_spec, with_default_service_account
+from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 
 # Rolling-update bounds when the component's annotations set none.
 DEFAULT_MAX_SURGE = "25%"
@@ -31,8 +32,9 @@ def kube_labels(ctx: ComponentContext) -> dict[str, str]:
     labels = {**ctx.labels, **ctx.legacy.labels, **ctx.template_labels}
     if ctx.model_ref:
         labels[names.LABEL_BASE_MODEL_HASH] = names.model_hash(ctx.model_ref)
-    if ctx.sub_component_type:
-        labels[names.LABEL_SUB_COMPONENT_TYPE] = ctx.sub_component_type
+    sub_type = sub_component_type(ctx)
+    if sub_type:
+        labels[names.LABEL_SUB_COMPONENT_TYPE] = sub_type
     labels[names.LABEL_COMPONENT] = ctx.name
     labels[names.LABEL_NAMESPACE] = ctx.dynamo_namespace
     labels.update({k: ctx.labels[k] for k in OBJECT_LABEL_KEYS if ctx.labels.get(k)})
@@ -66,7 +68,7 @@ def pod_labels(ctx: ComponentContext, annotations: dict[str, str]) -> dict[str, 
         labels[names.LABEL_WORKER_HASH] = ctx.labels[names.LABEL_WORKER_HASH]
     labels[names.LABEL_SELECTOR] = ctx.dcd_name
     if ctx.k8s_discovery:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     return dict(sorted(labels.items()))
 
@@ -137,14 +139,15 @@ def deployment(ctx: ComponentContext, deployer: Deployer) -> Obj:
 
 
 def service(ctx: ComponentContext) -> Obj | None:
-    """The component's ClusterIP Service: frontends always, others with Kubernetes discovery."""
-    if not (ctx.k8s_discovery or ctx.type == "frontend"):
+    """The component's ClusterIP Service: with Kubernetes discovery, or when its type always has one."""
+    defaults = defaults_for(ctx.type)
+    if not (ctx.k8s_discovery or defaults.service_without_discovery):
         return None
     labels = kube_labels(ctx)
     if ctx.k8s_discovery:
         labels = {
             **labels,
-            names.LABEL_DISCOVERY_BACKEND: "kubernetes",
+            names.LABEL_DISCOVERY_BACKEND: DISCOVERY_KUBERNETES,
             names.LABEL_DISCOVERY_ENABLED: "true",
         }
     selector = {
@@ -160,7 +163,7 @@ def service(ctx: ComponentContext) -> Obj | None:
         "metadata": _metadata(
             ctx, names.service_name(ctx.dcd_name), dict(sorted(labels.items())), kube_annotations(ctx)
         ),
-        "spec": {"selector": selector, "ports": [component_type(ctx.type).service_port(ctx)]},
+        "spec": {"selector": selector, "ports": [defaults.service_port(ctx)]},
     }
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from dynamo_infra.render.component_type import Obj
-from dynamo_infra.render.context import GraphContext
+from dynamo_infra.render.context import GraphContext, Obj
 from dynamo_infra.render.names import discovery_service_account
 
 # Labels the operator puts on its discovery RBAC objects.

@@ -3,13 +3,17 @@ DestinationRule."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import yaml
 
-from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.render import names
-from dynamo_infra.render.component_type import base_pod_spec, common_container
+from dynamo_infra.render.component_common import BaseComponentDefaults, base_pod_spec, common_container
 from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 
+# The component type this module renders.
+TYPE = "epp"
 # gRPC port the InferencePool calls the EPP on (Service port `grpc`, appProtocol http2).
 GRPC_PORT = 9002
 GRPC_PORT_NAME = "grpc"
@@ -71,7 +75,9 @@ def _grpc_probe(**timing: int) -> Obj:
     return {"grpc": {"port": GRPC_HEALTH_PORT, "service": GRPC_HEALTH_SERVICE}, **timing}
 
 
-class EPP:
+class EPP(BaseComponentDefaults):
+    supports_failover = False
+
     def container(self, ctx: ComponentContext) -> Obj:
         base = common_container(ctx)
         base.pop("command")
@@ -125,6 +131,10 @@ class EPP:
             "appProtocol": "http2",
         }
 
+    def dcd_annotations(self) -> Mapping[str, str]:
+        """The EPP serves its own TLS: no mesh sidecar."""
+        return {names.ANNOTATION_ISTIO_INJECT: "false"}
+
 
 def picker_config_yaml(config: Obj) -> str:
     """The inline EndpointPickerConfig as the operator writes it (sorted keys, block style)."""
@@ -132,13 +142,23 @@ def picker_config_yaml(config: Obj) -> str:
     return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, allow_unicode=True)
 
 
+def epp_component(dgd: v1beta1.DynamoGraphDeployment) -> v1beta1.Component | None:
+    """The graph's EPP component (at most one)."""
+    return next((c for c in dgd.spec.components or [] if c.type == TYPE), None)
+
+
+def has_epp(dgd: v1beta1.DynamoGraphDeployment) -> bool:
+    """HasEPPComponent: workers then carry the worker component class the InferencePool selects."""
+    return epp_component(dgd) is not None
+
+
 def _labels(g: GraphContext, component: str) -> dict[str, str]:
-    return {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component, names.LABEL_COMPONENT_TYPE: "epp"}
+    return {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component, names.LABEL_COMPONENT_TYPE: TYPE}
 
 
 def epp_objects(g: GraphContext) -> list[Obj]:
     """ConfigMap (inline config only), InferencePool and, with Istio, the DestinationRule."""
-    epp = next((c for c in g.dgd.spec.components or [] if c.type == "epp"), None)
+    epp = epp_component(g.dgd)
     if epp is None:
         return []
     out: list[Obj] = []

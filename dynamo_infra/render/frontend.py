@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.component_type import base_pod_spec, common_env, http_probe
+from dynamo_infra.render.component_common import BaseComponentDefaults, common_env, http_probe
 from dynamo_infra.render.context import ComponentContext, Obj
 
 # HTTP port the frontend serves on (container port `http`, Service port `http`).
@@ -37,12 +37,13 @@ def frontend_container(ctx: ComponentContext, name: str) -> Obj:
     }
 
 
-class Frontend:
+class Frontend(BaseComponentDefaults):
+    service_without_discovery = True
+    cluster_ingress = True
+    supports_failover = False
+
     def container(self, ctx: ComponentContext) -> Obj:
         return frontend_container(ctx, "main")
-
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
-        return base_pod_spec()
 
     def service_port(self, ctx: ComponentContext) -> Obj:
         return {"name": HTTP_PORT_NAME, "port": HTTP_PORT, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}

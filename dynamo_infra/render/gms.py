@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.render import dra
-from dynamo_infra.render.context import WORKER_TYPES, ComponentContext, Obj
+from dynamo_infra.render.component_type import defaults_for
+from dynamo_infra.render.context import ComponentContext, Obj
 from dynamo_infra.render.multinode import Role, append_env, gpu_limit
 
 # Intra-pod: the sidecar, its socket volume (emptyDir) and the env telling clients where it is.
@@ -270,7 +271,7 @@ def validate(ctx: ComponentContext, grove: bool) -> list[Problem]:
     gms, failover = ctx.gms, ctx.failover
     gpus = gpu_limit((ctx.container("main") or {}).get("resources"))
     if gms is not None:
-        if ctx.type not in WORKER_TYPES:
+        if not ctx.is_worker:
             out.append(
                 Problem(
                     f"{at}.gpuMemoryService",
@@ -319,7 +320,7 @@ def validate(ctx: ComponentContext, grove: bool) -> list[Problem]:
                     "GMS failover requires at least 1 GPU in podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu",
                 )
             )
-        if ctx.type in ("epp", "frontend", "planner"):
+        if not defaults_for(ctx.type).supports_failover:
             out.append(
                 Problem(
                     f"spec.components[{ctx.name}]", f'GMS failover is not supported for type "{ctx.type}"'

@@ -12,7 +12,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
 from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
 from dynamo_infra.render.dcd import generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
 from dynamo_infra.render.discovery import discovery_rbac
@@ -22,7 +22,6 @@ from dynamo_infra.render.legacy import LegacyComponent, legacy_of
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 from dynamo_infra.render.pullsecrets import PullSecret, with_workload_pull_secrets
 from dynamo_infra.render.restart import restart_annotations
-from dynamo_infra.render.trtllm import TRTLLM
 from dynamo_infra.render.vllm import wait_leader_config_map
 from dynamo_infra.render.volumes import pvcs, required_pvcs
 
@@ -107,30 +106,6 @@ def _fail(path: str, message: str) -> DynamoValidationError:
     return DynamoValidationError([Problem(path, message)])
 
 
-def detect_backend(dgd: v1beta1.DynamoGraphDeployment) -> str:
-    """backendFramework as set, else the single backend detected in worker commands."""
-    if dgd.spec.backend_framework:
-        return dgd.spec.backend_framework
-    detected = ""
-    for c in dgd.spec.components or []:
-        if not c.is_worker:
-            continue
-        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
-        found = backends.detect(
-            list(main.get("command") or []), list(main.get("args") or []), f"spec.components[{c.name}]"
-        )
-        if not found:
-            continue
-        if detected and found != detected:
-            raise _fail(
-                "spec.backendFramework",
-                f"multiple backend frameworks detected for generated DynamoComponentDeployments: "
-                f"{detected} and {found}",
-            )
-        detected = found
-    return detected
-
-
 def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions) -> dict[str, str]:
     """DGD annotations after the operator's webhook (origin version stamped when absent)."""
     annotations = dict(dgd.metadata.annotations or {})
@@ -194,9 +169,11 @@ WORKLOADS: Mapping[str, Callable[[ComponentContext], Obj]] = {
 }
 
 
-def component_objects(ctx: ComponentContext, pull_secrets: Sequence[PullSecret] | None = None) -> list[Obj]:
-    """What the component controller creates for one DCD (model Service excluded)."""
-    workload = WORKLOADS[workload_kind(ctx)](ctx)
+def component_objects(
+    ctx: ComponentContext, kind: str, pull_secrets: Sequence[PullSecret] | None = None
+) -> list[Obj]:
+    """What the component controller creates for one DCD with its workload `kind` (model Service excluded)."""
+    workload = WORKLOADS[kind](ctx)
     objects = [workload, service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
     out = [o for o in objects if o is not None]
     if pull_secrets and ctx.options.image_pull_secret_discovery:
@@ -210,7 +187,7 @@ def render_dcd(
     """Objects for a standalone DynamoComponentDeployment (v1beta1 wire form)."""
     ctx = component_context(dcd, options or ClusterOptions())
     model = model_service(ctx)
-    return [*component_objects(ctx, pull_secrets), *([model] if model else [])]
+    return [*component_objects(ctx, workload_kind(ctx), pull_secrets), *([model] if model else [])]
 
 
 def is_grove_pathway(g: GraphContext) -> bool:
@@ -231,7 +208,7 @@ def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: 
 
 def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Obj]:
     """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
-    shared: list[Obj] = discovery_rbac(g) if g.discovery_backend == "kubernetes" else []
+    shared: list[Obj] = discovery_rbac(g) if g.k8s_discovery else []
     shared.extend(epp_objects(g))
     shared.extend(dra.graph_claim_templates(g, list(contexts)))
     if any(ctx.node_count > 1 for ctx in contexts):
@@ -240,13 +217,10 @@ def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> lis
 
 
 def required_secrets(contexts: Sequence[ComponentContext]) -> tuple[str, ...]:
-    """The MPI SSH secret when a TRT-LLM component is multinode (mounted, never created)."""
-    out = {
-        TRTLLM().secret(ctx)
-        for ctx in contexts
-        if ctx.node_count > 1 and backends.component_backend(ctx) == "trtllm"
-    }
-    return tuple(sorted(out))
+    """Secrets multinode components mount but never create (the TRT-LLM MPI SSH key pair)."""
+    multinode = (ctx for ctx in contexts if ctx.node_count > 1)
+    out = {backends.component_backend(ctx).multinode_secret(ctx) for ctx in multinode}
+    return tuple(sorted(s for s in out if s))
 
 
 def _pull_secret_discovery(options: ClusterOptions, ctx: ComponentContext) -> bool:
@@ -305,7 +279,8 @@ def components_pathway(
             checkpoints.append(ckpt)
         if entry is not None:
             status[c.name] = entry
-        objects = component_objects(ctx, pull_secrets)
+        kind = workload_kind(ctx)
+        objects = component_objects(ctx, kind, pull_secrets)
         model = model_service(ctx)
         if model is not None and ctx.model_ref not in models:
             models.add(str(ctx.model_ref))
@@ -322,7 +297,7 @@ def components_pathway(
             adapter=adapter,
             autoscaled=any(o["kind"] == "HorizontalPodAutoscaler" for o in objects),
             pull_secret_discovery=_pull_secret_discovery(g.options, ctx),
-            workload_kind=workload_kind(ctx),
+            workload_kind=kind,
             waiting_for_checkpoint=gated,
         )
     return _Pathway(components, (), tuple(checkpoints), status)
@@ -409,8 +384,8 @@ def render_graph(
         namespace=ns,
         options=options,
         annotations=graph_annotations(hub, options),
-        legacy=legacy_of(dgd),
-        backend=detect_backend(hub),
+        legacy=legacy_of(hub),
+        backend=backends.graph_backend_framework(hub),
         restart_at=restart_annotations(hub, restart_status),
     )
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS

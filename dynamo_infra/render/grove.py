@@ -8,12 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
-from dynamo_infra.config import DEFAULT_KAI_QUEUE
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
-from dynamo_infra.render.backend import component_backend
-from dynamo_infra.render.context import WORKER_TYPES, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.backend import Backend, component_backend
+from dynamo_infra.render.component_type import defaults_for, sub_component_type
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
-from dynamo_infra.render.podspec import component_type, pod_spec
+from dynamo_infra.render.podspec import pod_spec
+from dynamo_infra.render.schedulers import scheduler_for
 
 API_VERSION = "grove.io/v1alpha1"
 KIND = "PodCliqueSet"
@@ -29,15 +31,10 @@ STARTUP_ANY_ORDER = "CliqueStartupTypeAnyOrder"
 STARTUP_EXPLICIT = "CliqueStartupTypeExplicit"
 # Values of `nvidia.com/grove-update-strategy`.
 UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
-# Scheduler names Grove cliques get with the KAI / Volcano integrations.
-KAI_SCHEDULER = "kai-scheduler"
-VOLCANO_SCHEDULER = "volcano"
 # Kinds whose readiness stands for a component, and the Grove index of the only PCS replica.
 PODCLIQUE = "PodClique"
 SCALING_GROUP = "PodCliqueScalingGroup"
 PCS_REPLICA_INDEX = 0
-# Backends whose multinode leader starts only after its workers (mpirun needs them listening).
-LEADER_AFTER_WORKERS = frozenset({"trtllm"})
 
 
 @dataclass(frozen=True)
@@ -153,10 +150,11 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
         }
         if c.type:
             out[names.LABEL_COMPONENT_TYPE] = c.type
-        if g.has_epp and c.type in WORKER_TYPES:
+        if has_epp(g.dgd) and c.is_worker:
             out[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
-        if ctx.sub_component_type:
-            out[names.LABEL_SUB_COMPONENT_TYPE] = ctx.sub_component_type
+        sub_type = sub_component_type(ctx)
+        if sub_type:
+            out[names.LABEL_SUB_COMPONENT_TYPE] = sub_type
         out[names.LABEL_NAMESPACE] = ctx.runtime_dynamo_namespace
         return out
 
@@ -169,8 +167,8 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
     labels.update(ctx.legacy.labels)
     labels.update(_raw_template_meta(c, "labels"))
     labels.update(system())
-    if g.discovery_backend == "kubernetes" and role != Role.GMS:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+    if g.k8s_discovery and role != Role.GMS:
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     if ctx.inter_pod_failover and role != Role.GMS:
         labels[names.LABEL_FAILOVER_ENGINE_GROUP_MEMBER] = "true"
@@ -202,24 +200,16 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
     return dict(sorted(out.items()))
 
 
-def kai_queue(g: GraphContext) -> str:
-    queue = (g.annotations.get(names.ANNOTATION_KAI_QUEUE) or "").strip()
-    return queue or g.options.grove.queue or DEFAULT_KAI_QUEUE
-
-
-# Scheduler name per `grove.scheduler` integration.
-SCHEDULERS: Mapping[str, str] = {"kai": KAI_SCHEDULER, "volcano": VOLCANO_SCHEDULER}
-
-
 def with_scheduler(g: GraphContext, cl: Obj) -> Obj:
-    """KAI / Volcano scheduler on the clique's pods unless the user chose another scheduler."""
-    scheduler = SCHEDULERS.get(g.options.grove.scheduler)
+    """The gang scheduler on the clique's pods (and its queue) unless the user chose another one."""
+    scheduler = scheduler_for(g.options)
     pod = cl["spec"]["podSpec"]
-    if scheduler is None or pod.get("schedulerName") not in (None, "", scheduler):
+    if scheduler is None or pod.get("schedulerName") not in (None, "", scheduler.scheduler_name):
         return cl
-    out = {**cl, "spec": {**cl["spec"], "podSpec": {**pod, "schedulerName": scheduler}}}
-    if g.options.grove.scheduler == "kai":
-        out["labels"] = dict(sorted({**cl["labels"], names.LABEL_KAI_QUEUE: kai_queue(g)}.items()))
+    out = {**cl, "spec": {**cl["spec"], "podSpec": {**pod, "schedulerName": scheduler.scheduler_name}}}
+    labels = scheduler.clique_labels(g)
+    if labels:
+        out["labels"] = dict(sorted({**cl["labels"], **labels}.items()))
     return out
 
 
@@ -268,10 +258,10 @@ def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) ->
 
 
 def _starts_after(
-    backend: str, nodes: int, rs: list[gms.CliqueRole], inter_pod: bool
+    backend: Backend, nodes: int, rs: list[gms.CliqueRole], inter_pod: bool
 ) -> dict[str, list[str]]:
-    """Clique name -> the cliques it starts after (TRT-LLM multinode, inter-pod GMS)."""
-    ordered = backend in LEADER_AFTER_WORKERS and nodes > 1
+    """Clique name -> the cliques it starts after (multinode leaders after workers, inter-pod GMS)."""
+    ordered = backend.leader_starts_after_workers and nodes > 1
     if not ordered and not inter_pod:
         return {}
     workers = [r.name.lower() for r in rs if r.role == Role.WORKER]
@@ -329,9 +319,9 @@ def pod_clique_set(
     name = pcs_name(g.name, members)
     labels = {**(g.dgd.spec.labels or {}), names.LABEL_GRAPH: g.name}
     annotations = dict(g.dgd.spec.annotations or {})
-    queue = (g.annotations.get(names.ANNOTATION_VOLCANO_QUEUE) or "").strip() or (g.options.grove.queue or "")
-    if g.options.grove.scheduler == "volcano" and queue:
-        annotations[names.ANNOTATION_GROVE_VOLCANO_QUEUE] = queue
+    scheduler = scheduler_for(g.options)
+    if scheduler is not None:
+        annotations.update(scheduler.pod_clique_set_annotations(g))
     template: Obj = {
         "headlessServiceConfig": {"publishNotReadyAddresses": True},
         "cliqueStartupType": STARTUP_ANY_ORDER,
@@ -398,14 +388,16 @@ def scale_target(pcs: str, m: Member, ready: bool | None) -> Obj:
 
 
 def component_service(g: GraphContext, m: Member) -> Obj | None:
-    """The component's ClusterIP Service on the Grove path (frontends, or all with k8s discovery)."""
+    """The component's ClusterIP Service on the Grove path (with k8s discovery, or when its type
+    always has one)."""
     c, ctx = m.component, m.ctx
-    k8s = g.discovery_backend == "kubernetes"
-    if not (k8s or c.type == "frontend"):
+    k8s = g.k8s_discovery
+    defaults = defaults_for(c.type)
+    if not (k8s or defaults.service_without_discovery):
         return None
     labels = {**(g.dgd.spec.labels or {}), **ctx.legacy.labels, **_raw_template_meta(c, "labels")}
     if k8s:
-        labels[names.LABEL_DISCOVERY_BACKEND] = "kubernetes"
+        labels[names.LABEL_DISCOVERY_BACKEND] = DISCOVERY_KUBERNETES
         labels[names.LABEL_DISCOVERY_ENABLED] = "true"
     return {
         "apiVersion": "v1",
@@ -421,6 +413,6 @@ def component_service(g: GraphContext, m: Member) -> Obj | None:
                 names.LABEL_NAMESPACE: ctx.runtime_dynamo_namespace,
                 names.LABEL_COMPONENT: c.name,
             },
-            "ports": [component_type(c.type or "").service_port(ctx)],
+            "ports": [defaults.service_port(ctx)],
         },
     }

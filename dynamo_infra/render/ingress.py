@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dynamo_infra.render import names
+from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import ComponentContext, Obj
 
 # Host suffix when neither the component nor the cluster sets one.
@@ -13,10 +14,10 @@ ISTIO_API_VERSION = "networking.istio.io/v1beta1"
 
 
 def ingress_spec(ctx: ComponentContext) -> Obj | None:
-    """The component's preserved v1alpha1 ingress, else (frontends of a graph) the cluster default."""
+    """The component's preserved v1alpha1 ingress, else (types that take it, in a graph) the cluster default."""
     if ctx.legacy.ingress is not None:
         return dict(ctx.legacy.ingress)
-    if ctx.type != "frontend" or not ctx.has_parent:
+    if not defaults_for(ctx.type).cluster_ingress or not ctx.has_parent:
         return None
     cfg = ctx.options.ingress
     gateway = ctx.options.virtual_service_gateway

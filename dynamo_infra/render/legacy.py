@@ -1,7 +1,7 @@
 """v1alpha1 fields that have no v1beta1 home and that the operator still honours after conversion.
 
-The operator keeps them in the `nvidia.com/dgd-spec` annotation of the stored v1beta1 object; we read
-them from the v1alpha1 input directly (or from that annotation when a v1beta1 graph carries it).
+Conversion to the hub keeps them in the `nvidia.com/dgd-spec` annotation of the v1beta1 object, and
+the operator reads them from there (GetDGDPreservedAlpha*); so do we.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynamo_infra.api import AnyDGD, v1alpha1
+from dynamo_infra.api import v1beta1
 
 Obj = dict[str, Any]
 
@@ -61,10 +61,8 @@ def _from_spec(spec: Obj) -> LegacyGraph:
     )
 
 
-def legacy_of(dgd: AnyDGD) -> LegacyGraph:
-    """The v1alpha1 leftovers of a graph, whatever version it was written in."""
-    if isinstance(dgd, v1alpha1.DynamoGraphDeployment):
-        return _from_spec(dgd.spec.to_wire())
+def legacy_of(dgd: v1beta1.DynamoGraphDeployment) -> LegacyGraph:
+    """The v1alpha1 fields a hub graph preserves in its `nvidia.com/dgd-spec` annotation."""
     raw = (dgd.metadata.annotations or {}).get(ANNOTATION_DGD_SPEC)
     if not raw:
         return LegacyGraph()

@@ -1,6 +1,6 @@
 """Planner component: scales workers from Prometheus metrics.
 
-It renders as the operator would; `operator_needs` says separately (at preview, not in the
+It renders as the operator would; `planner_operator_needs` says separately (at preview, not in the
 rendering) when the planner could not run without the operator.
 """
 
@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from dynamo_infra.api import Problem, v1beta1
-from dynamo_infra.render.component_type import (
+from dynamo_infra.render.component_common import (
     DEFAULT_COMMAND,
     SYSTEM_PORT,
     SYSTEM_PORT_NAME,
+    BaseComponentDefaults,
     base_pod_spec,
     common_container,
-    system_service_port,
 )
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
 from dynamo_infra.render.worker import system_probes
@@ -41,7 +41,10 @@ SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 SHELL_SCRIPT_OPTION = re.compile(r"-[a-zA-Z]*c[a-zA-Z]*")
 
 
-class Planner:
+class Planner(BaseComponentDefaults):
+    supports_failover = False
+    dcd_service_account: str | None = PLANNER_SERVICE_ACCOUNT
+
     def container(self, ctx: ComponentContext) -> Obj:
         base = common_container(ctx)
         return {
@@ -61,8 +64,8 @@ class Planner:
     def pod_spec(self, ctx: ComponentContext) -> Obj:
         return {**base_pod_spec(), "serviceAccountName": PLANNER_SERVICE_ACCOUNT}
 
-    def service_port(self, ctx: ComponentContext) -> Obj:
-        return system_service_port()
+    def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
+        return planner_operator_needs(component, graph, at)
 
 
 def command_words(command: Sequence[str]) -> list[str]:
@@ -98,7 +101,7 @@ def planner_environment(command: Sequence[str]) -> str | None:
     return DEFAULT_ENVIRONMENT
 
 
-def operator_needs(component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
+def planner_operator_needs(component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
     """The planner's needs only the Dynamo operator serves, as a problem at `at` (none in the
     virtual environment, whose decisions go to a client of the user's own)."""
     main = (component.pod_template.container(MAIN_CONTAINER) if component.pod_template else None) or {}

@@ -5,30 +5,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-from collections.abc import Mapping
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.merge import merge_env, merge_override
 from dynamo_infra.render import checkpoint, failover, gms
-from dynamo_infra.render.backend import Backend, backend_for, component_backend
-from dynamo_infra.render.component_type import ComponentType, Other
+from dynamo_infra.render.backend import Backend, component_backend
+from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
-from dynamo_infra.render.epp import EPP
-from dynamo_infra.render.frontend import Frontend, frontend_container
+from dynamo_infra.render.frontend import frontend_container
 from dynamo_infra.render.multinode import Deployer, Placement, Role, gpu_count
 from dynamo_infra.render.names import discovery_service_account
-from dynamo_infra.render.planner import Planner
-from dynamo_infra.render.worker import Worker
-
-COMPONENT_TYPES: Mapping[str, ComponentType] = {
-    "frontend": Frontend(),
-    "worker": Worker(),
-    "prefill": Worker(),
-    "decode": Worker(),
-    "planner": Planner(),
-    "epp": EPP(),
-}
-OTHER: ComponentType = Other()
 
 # Group id that owns mounted volumes when the user sets no pod securityContext.
 DEFAULT_FS_GROUP = 1000
@@ -50,10 +36,6 @@ RESTORED_PROBE_PERIOD_S = 1
 # Service account of pods that set none when Kubernetes discovery is off.
 DEFAULT_SERVICE_ACCOUNT = "default"
 _ZERO_QUANTITY = re.compile(r"^[+]?0*(\.0*)?([a-zA-Z]+|[eE][+-]?\d+)?$")
-
-
-def component_type(type_name: str) -> ComponentType:
-    return COMPONENT_TYPES.get(type_name, OTHER)
 
 
 def _problem(ctx: ComponentContext, field: str, message: str) -> DynamoValidationError:
@@ -92,7 +74,7 @@ def compilation_cache_path(ctx: ComponentContext, backend: Backend) -> str | Non
         raise _problem(
             ctx,
             "compilationCache.mountPath",
-            f"is required for backend framework {component_backend(ctx)} (no default available)",
+            f"is required for backend framework {backend.name} (no default available)",
         )
     return str(path)
 
@@ -218,9 +200,8 @@ def placement(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN)
 
 def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
     """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets)."""
-    ctype = component_type(ctx.type)
-    backend_name = component_backend(ctx)
-    backend = backend_for(backend_name)
+    ctype = defaults_for(ctx.type)
+    backend = component_backend(ctx)
     container = ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:
@@ -257,7 +238,7 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
     if ctx.gms is not None and not ctx.inter_pod_gms:
         pod = gms.intra_pod(ctx, pod)
     if ctx.intra_pod_failover:
-        pod = failover.intra_pod(ctx, pod, backend_name, where.nodes)
+        pod = failover.intra_pod(ctx, pod, backend, where.nodes)
     if checkpoint.restores_in_template(ctx):
         pod = checkpoint.restore_pod_spec(ctx, pod)
     return pod

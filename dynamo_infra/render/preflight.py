@@ -4,15 +4,8 @@ still render as the operator would; `components.DynamoGraphDeployment` refuses t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-
-from dynamo_infra.api import AnyDGD, Problem, to_hub, v1alpha1, v1beta1
-from dynamo_infra.render import planner
-
-# One component's unmet needs: (component, graph name, path of the component) -> problems.
-Check = Callable[[v1beta1.Component, str, str], list[Problem]]
-# Per component type; types absent here need nothing the stack lacks.
-CHECKS: Mapping[str, Check] = {"planner": planner.operator_needs}
+from dynamo_infra.api import AnyDGD, Problem, to_hub, v1alpha1
+from dynamo_infra.render.component_type import defaults_for
 
 
 def component_path(dgd: AnyDGD, name: str) -> str:
@@ -28,6 +21,5 @@ def unmet_needs(dgd: AnyDGD) -> list[Problem]:
     return [
         problem
         for c in hub.spec.components or []
-        if (check := CHECKS.get(c.type or "")) is not None
-        for problem in check(c, hub.name, component_path(dgd, c.name))
+        for problem in defaults_for(c.type).operator_needs(c, hub.name, component_path(dgd, c.name))
     ]

@@ -19,6 +19,9 @@ def multinode_flags(ctx: ComponentContext, p: Placement) -> tuple[str, bool]:
 
 
 class SGLang:
+    name = FRAMEWORK
+    leader_starts_after_workers = False
+
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         if not placement.multinode:
             return container
@@ -31,4 +34,10 @@ class SGLang:
         return pod
 
     def default_compilation_cache_path(self) -> str | None:
+        return None
+
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        return None
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
         return None

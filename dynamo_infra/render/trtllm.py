@@ -6,6 +6,8 @@ from __future__ import annotations
 from dynamo_infra.render.context import ComponentContext, Obj
 from dynamo_infra.render.multinode import Placement, Role, append_env, is_python_command, shell_quote
 
+# backendFramework value (and `dynamo.trtllm` module) of this backend.
+FRAMEWORK = "trtllm"
 # SSH port mpirun reaches the workers on.
 SSH_PORT = 2222
 # Where the MPI SSH secret (keys `private.key`, `private.key.pub`) is mounted, and its file mode.
@@ -97,11 +99,13 @@ def leader_command(ctx: ComponentContext, container: Obj, p: Placement) -> str:
 
 
 class TRTLLM:
-    def __init__(self, ssh_secret: str | None = None) -> None:
-        self._ssh_secret = ssh_secret
+    name = FRAMEWORK
+    # mpirun on the leader needs every worker's sshd listening.
+    leader_starts_after_workers = True
 
     def secret(self, ctx: ComponentContext) -> str:
-        return self._ssh_secret or ctx.options.mpi.ssh_secret_name
+        """The MPI SSH key pair (the operator config's `mpi.sshSecretName`)."""
+        return ctx.options.mpi.ssh_secret_name
 
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         if not placement.multinode:
@@ -128,4 +132,10 @@ class TRTLLM:
         return {**pod, "volumes": [*(pod.get("volumes") or []), volume]}
 
     def default_compilation_cache_path(self) -> str | None:
+        return None
+
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        return self.secret(ctx)
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
         return None

@@ -52,6 +52,13 @@ WAIT_LEADER_SCRIPT_KEY = "wait-for-leader.py"
 WAIT_LEADER_VOLUME = "wait-leader-script"
 WAIT_LEADER_MOUNT_PATH = "/scripts"
 WAIT_LEADER_INIT_CONTAINER = "wait-for-leader-mp"
+# Intra-pod failover engine N: NIXL side channel 5600+N, KV events 20080+N, master port 29500+100N.
+FAILOVER_NIXL_SIDE_CHANNEL_BASE = 5600
+FAILOVER_KV_EVENT_PORT_BASE = 20080
+FAILOVER_MASTER_PORT = 29500
+FAILOVER_MASTER_PORT_STRIDE = 100
+# Flag whose port a failover engine N > 0 moves by N strides (appended when absent).
+MASTER_PORT_FLAG = "--master-port"
 
 TP, PP, DP, DP_LOCAL = (
     "--tensor-parallel-size",
@@ -267,6 +274,52 @@ def multinode_launch(ctx: ComponentContext, container: Obj, p: Placement) -> Obj
     return container
 
 
+def _stagger_master_port(container: Obj, offset: int) -> Obj:
+    args = list(container.get("args") or [])
+    for i, arg in enumerate(args[:-1]):
+        if arg == MASTER_PORT_FLAG and args[i + 1].isdigit():
+            args[i + 1] = str(int(args[i + 1]) + offset)
+            return {**container, "args": args}
+    embedded = re.compile(rf"{MASTER_PORT_FLAG} (\d+)")
+    for key in ("args", "command"):
+        tokens = list(container.get(key) or [])
+        for i, token in enumerate(tokens):
+            m = embedded.search(token)
+            if m:
+                tokens[i] = token[: m.start(1)] + str(int(m[1]) + offset) + token[m.end(1) :]
+                return {**container, key: tokens}
+    return container
+
+
+def _has_master_port(container: Obj) -> bool:
+    args = container.get("args") or []
+    return any(a == MASTER_PORT_FLAG or f"{MASTER_PORT_FLAG} " in a for a in args) or any(
+        f"{MASTER_PORT_FLAG} " in c for c in container.get("command") or []
+    )
+
+
+def failover_engine(engine: Obj, n: int, nodes: int) -> Obj:
+    """applyVLLMOverrides: engine N's own NIXL, KV-event and master ports, in shadow mode."""
+    env = [
+        {"name": GMS_SHADOW_MODE_ENV, "value": "true"},
+        {"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": str(FAILOVER_NIXL_SIDE_CHANNEL_BASE + n)},
+        {"name": "DYN_VLLM_KV_EVENT_PORT", "value": str(FAILOVER_KV_EVENT_PORT_BASE + n)},
+    ]
+    engine = {**engine, "env": [*engine["env"], *env]}
+    if n > 0:
+        offset = n * FAILOVER_MASTER_PORT_STRIDE
+        if _has_master_port(engine):
+            engine = _stagger_master_port(engine, offset)
+        else:
+            engine = {
+                **engine,
+                "args": [*(engine.get("args") or []), MASTER_PORT_FLAG, str(FAILOVER_MASTER_PORT + offset)],
+            }
+    if nodes > 1:
+        engine = {**engine, "env": [*engine["env"], {"name": "NNODES", "value": str(nodes)}]}
+    return engine
+
+
 def wait_leader_config_map_name(graph: str) -> str:
     return f"{graph}-{WAIT_LEADER_CONFIGMAP_SUFFIX}"
 
@@ -286,6 +339,9 @@ def wait_leader_config_map(graph: str, namespace: str) -> Obj:
 
 
 class VLLM:
+    name = FRAMEWORK
+    leader_starts_after_workers = False
+
     def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
         if ctx.inter_pod_gms:
             if not has_arg(list(container.get("args") or []), "--load-format", GMS_LOAD_FORMAT):
@@ -343,3 +399,9 @@ class VLLM:
 
     def default_compilation_cache_path(self) -> str | None:
         return DEFAULT_CACHE_PATH
+
+    def multinode_secret(self, ctx: ComponentContext) -> str | None:
+        return None
+
+    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+        return failover_engine(engine, n, nodes)

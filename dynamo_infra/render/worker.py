@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.component_type import (
+from dynamo_infra.render.component_common import (
     SYSTEM_PORT,
     SYSTEM_PORT_NAME,
-    base_pod_spec,
+    BaseComponentDefaults,
     common_container,
     http_probe,
-    system_service_port,
 )
 from dynamo_infra.render.context import ComponentContext, Obj
 
@@ -53,7 +52,10 @@ def system_probes() -> Obj:
     }
 
 
-class Worker:
+class Worker(BaseComponentDefaults):
+    def __init__(self, sub_component_type: str | None = None) -> None:
+        self.sub_component_type = sub_component_type
+
     def container(self, ctx: ComponentContext) -> Obj:
         base = common_container(ctx)
         return {
@@ -65,9 +67,3 @@ class Worker:
             ],
             **system_probes(),
         }
-
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
-        return base_pod_spec()
-
-    def service_port(self, ctx: ComponentContext) -> Obj:
-        return system_service_port()
