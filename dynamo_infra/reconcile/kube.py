@@ -62,6 +62,14 @@ class ResourceInfo:
         return f"{root}/{name}" if name else root
 
 
+def stub(api_version: str, kind: str, namespace: str, name: str) -> Obj:
+    """A minimal manifest addressing one object (namespace empty if cluster-scoped)."""
+    meta: Obj = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+
+
 def object_key(obj: Obj) -> str:
     """`apiVersion/kind/namespace/name`, the key objects are tracked by (namespace empty if cluster-scoped)."""
     meta = obj.get("metadata") or {}
