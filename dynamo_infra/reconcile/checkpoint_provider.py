@@ -32,7 +32,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, Inputs, Provider, await_until, log
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj, stub
-from dynamo_infra.reconcile.workload import INVENTORY_ANNOTATION, with_inventory
+from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import checkpoint as ck
 
 # Our label on capture Jobs: the identity hash of the checkpoint they capture.
@@ -56,10 +56,6 @@ def owner_id(owner: str) -> str:
 
 def _meta(obj: Obj | None) -> Obj:
     return (obj or {}).get("metadata") or {}
-
-
-def _owner_of(obj: Obj) -> str:
-    return str((_meta(obj).get("annotations") or {}).get(INVENTORY_ANNOTATION) or "")
 
 
 def _stamped(obj: Obj, owner: str, extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> Obj:
@@ -114,7 +110,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
         selector = f"{ck.LABEL_CHECKPOINT_ID}={key}"
         if crd:
             for other in client.list(ck.API_VERSION, ck.KIND, ns, label_selector=selector):
-                other_owner = _owner_of(other)
+                other_owner = owner_of(other)
                 if _meta(other)["name"] != name or (other_owner and other_owner != owner):
                     found.append(f"{_meta(other)['name']}" + (f" ({other_owner})" if other_owner else ""))
         jobs = client.list("batch/v1", "Job", ns, label_selector=selector)
@@ -122,7 +118,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
         if same_name is not None and all(_meta(j)["name"] != job_name for j in jobs):
             jobs.append(same_name)
         for job in jobs:
-            other_owner = _owner_of(job)
+            other_owner = owner_of(job)
             if other_owner == owner:
                 continue
             annotations = _meta(job).get("annotations") or {}
@@ -266,6 +262,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
                 raise CheckpointFailed(duplicate)
             owner_ref = None
             if crd:
+                refuse_foreign(client, {label: stub(ck.API_VERSION, ck.KIND, *ins.names[:2])}, ins.owner)
                 applied = self._apply_checkpoint(client, ins)
                 owner_ref = {
                     "apiVersion": ck.API_VERSION,
@@ -339,7 +336,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             return
         with ins.client() as client:
             job = client.get(ins.job_stub)
-            if job is not None and _owner_of(job) == ins.owner:
+            if job is not None and owner_of(job) == ins.owner:
                 log(f"{label}: deleting capture Job {ns}/{job_name}")
                 self._delete_job(client, job)
             if props.get("crdApplied") and client.serves(ck.API_VERSION, ck.KIND):
@@ -348,7 +345,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
                 # Background: its Job is gone already (and the garbage collector may not know the CRD yet).
                 if (
                     live is not None
-                    and _owner_of(live) == ins.owner
+                    and owner_of(live) == ins.owner
                     and client.delete(obj, propagation="Background")
                 ):
                     client.wait_deleted(obj, DELETE_TIMEOUT_S)

@@ -18,19 +18,18 @@ from pulumi.output import Unknown
 
 from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_timeout, log
 from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
 from dynamo_infra.reconcile.workload import (
     Ownership,
     apply_objects,
     await_ready,
     delete_objects,
-    inventory_id,
     observed_status,
     project,
     prune,
     read_live,
     scale_observed,
     sweep_orphans,
-    with_inventory,
 )
 from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
 
@@ -115,6 +114,8 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
                 ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
                 secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
             stamped = {k: with_inventory(o, ins.label, ins.inventory) for k, o in ordered.items()}
+            # Objects new to this resource may exist already: only ours are applied over.
+            refuse_foreign(client, {k: o for k, o in stamped.items() if k not in previous}, ins.label)
             apply_objects(client, stamped, ownership, log)
             prune(client, previous, ordered, known, log)
             kinds = {(o["apiVersion"], o["kind"]) for o in [*ordered.values(), *known.values()]}

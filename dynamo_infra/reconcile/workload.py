@@ -3,20 +3,15 @@
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key, stub
+from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render.status import ComponentStatus, component_status
 
-# Label on every object a provider applies: which resource (namespace/graph/component) owns it,
-# so objects left behind by an interrupted run are found and pruned by the next one.
-INVENTORY_LABEL = "dynamo-infra.io/inventory"
-# The owner spelled out, for people reading the object.
-INVENTORY_ANNOTATION = "dynamo-infra.io/owner"
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
 # Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
@@ -90,19 +85,6 @@ def scale_observed(client: KubeClient, targets: dict[str, tuple[Obj, int]], log:
             client.set_scale(target, replicas)
         now[key] = replicas
     return now
-
-
-def inventory_id(namespace: str, graph: str, component: str) -> str:
-    """A label value naming the owning resource (12 hex of SHA-256 of `namespace/graph/component`)."""
-    return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]
-
-
-def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
-    """The manifest with our inventory label and owner annotation on its metadata (not its pods)."""
-    meta = dict(obj.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: inventory}
-    meta["annotations"] = {**(meta.get("annotations") or {}), INVENTORY_ANNOTATION: owner}
-    return {**obj, "metadata": meta}
 
 
 def sweep_orphans(
