@@ -52,10 +52,8 @@ def prop_name(field: str) -> str:
 class Inputs:
     """Inputs common to every provider: where the cluster is and which namespace.
 
-    A missing property reads as the field's default; `diff` compares every field but `UNDIFFED`.
+    A missing property reads as the field's default; `diff` compares every field.
     """
-
-    UNDIFFED: ClassVar[frozenset[str]] = frozenset()
 
     kubeconfig: str = ""
     context: str = ""
@@ -63,9 +61,8 @@ class Inputs:
 
     @classmethod
     def diffed(cls) -> tuple[str, ...]:
-        """The Pulumi property names `diff` compares, in declaration order."""
-        names = (prop_name(f.name) for f in dataclasses.fields(cls))
-        return tuple(n for n in names if n not in cls.UNDIFFED)
+        """The Pulumi property names `diff` compares: every input, in declaration order."""
+        return tuple(prop_name(f.name) for f in dataclasses.fields(cls))
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> Self:

@@ -70,8 +70,6 @@ def pod_pull_secrets(obj: Obj) -> list[Obj]:
 
 @dataclasses.dataclass(frozen=True)
 class WorkloadInputs(Inputs):
-    UNDIFFED = frozenset({"observe", "pullSecretDiscovery"})
-
     graph: str = ""
     component: str = ""
     # Manifests by `apiVersion/kind/namespace/name`.

@@ -34,10 +34,10 @@ def test_stored_providers_load_and_serialize_the_same(cls: type) -> None:
     assert type(loaded) is cls and loaded.serialize_as_secret_always is False
 
 
-def test_diffed_inputs_are_the_ones_each_provider_compared() -> None:
+def test_diffed_inputs_are_every_input_the_reconcile_reads() -> None:
     assert WorkloadInputs.diffed() == (
         "kubeconfig", "context", "namespace", "graph", "component", "objects", "replicasExternal",
-        "await", "scale",
+        "await", "scale", "observe", "pullSecretDiscovery",
     )  # fmt: skip
     assert ClaimInputs.diffed() == (
         "kubeconfig", "context", "namespace", "name", "manifest", "create", "deleteOnDestroy", "await",
@@ -45,6 +45,14 @@ def test_diffed_inputs_are_the_ones_each_provider_compared() -> None:
     assert CheckpointInputs.diffed() == (
         "kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds",
     )  # fmt: skip
+
+
+def test_a_change_of_what_is_observed_or_discovered_is_an_update() -> None:
+    p = ComponentWorkloadProvider()
+    olds = {"kubeconfig": "k", "namespace": "n", "observe": {}, "pullSecretDiscovery": False}
+    assert p.diff("id", olds, {**olds, "pullSecretDiscovery": True}).changes is True
+    assert p.diff("id", olds, {**olds, "observe": {"k": {"kind": "PodClique"}}}).changes is True
+    assert p.diff("id", olds, {**olds, "status": {}}).changes is False
 
 
 def test_typed_inputs_round_trip_the_property_dict() -> None:
