@@ -8,6 +8,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dynamo_infra.errors import DynamoInfraError
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -24,7 +26,7 @@ class DynamoWarning(UserWarning):
     """Something tolerated in lenient mode (e.g. an unknown field dropped from the typed model)."""
 
 
-class DynamoValidationError(ValueError):
+class DynamoValidationError(DynamoInfraError, ValueError):
     """Invalid Dynamo input. `problems` lists every problem found, not only the first."""
 
     def __init__(self, problems: Iterable[Problem], source: str | None = None) -> None:

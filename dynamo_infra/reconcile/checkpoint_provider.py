@@ -23,42 +23,29 @@ Outputs add phase, ready, message, identityHash, checkpointId, checkpointName, j
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-import time
 from typing import Any
 
-from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
-    CreateResult,
-    DiffResult,
-    ReadResult,
-    ResourceProvider,
-    UpdateResult,
-)
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj
-from dynamo_infra.reconcile.provider import log
-from dynamo_infra.reconcile.workload import DELETE_TIMEOUT_S, INVENTORY_ANNOTATION, INVENTORY_LABEL
+from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, Inputs, Provider, await_until, log
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj, stub
+from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import checkpoint as ck
 
-# Inputs whose change means the cluster must be written to (or the wait redone).
-DIFFED_INPUTS = ("kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds")
 # Our label on capture Jobs: the identity hash of the checkpoint they capture.
 LABEL_IDENTITY_HASH = "dynamo-infra.io/checkpoint-identity-hash"
 # Our annotation on capture Jobs: the DynamoCheckpoint they run for (also without the CRD).
 ANNOTATION_CHECKPOINT = "dynamo-infra.io/checkpoint"
 # Job label Kubernetes puts on the pods of a Job.
 LABEL_JOB_NAME = "batch.kubernetes.io/job-name"
-# How often the capture Job is polled, and progress reported, while waiting.
-POLL_INTERVAL_S = 1.0
-PROGRESS_EVERY_S = 10.0
 # HTTP status of an update Kubernetes refuses (a Job's pod template is immutable).
 UNPROCESSABLE = 422
 
 
-class CheckpointFailed(RuntimeError):
+class CheckpointFailed(DynamoInfraError):
     """The checkpoint cannot become Ready: duplicate key, failed capture Job, or timeout."""
 
 
@@ -71,50 +58,51 @@ def _meta(obj: Obj | None) -> Obj:
     return (obj or {}).get("metadata") or {}
 
 
-def _owner_of(obj: Obj) -> str:
-    return str((_meta(obj).get("annotations") or {}).get(INVENTORY_ANNOTATION) or "")
-
-
 def _stamped(obj: Obj, owner: str, extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> Obj:
     """The manifest with our inventory label, owner annotation and bookkeeping metadata."""
-    meta = dict(_meta(obj))
-    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: owner_id(owner), **extra_labels}
-    meta["annotations"] = {
-        **(meta.get("annotations") or {}),
-        INVENTORY_ANNOTATION: owner,
-        **extra_annotations,
-    }
+    meta = _meta(with_inventory(obj, owner, owner_id(owner)))
+    meta["labels"] = {**meta["labels"], **extra_labels}
+    meta["annotations"] = {**meta["annotations"], **extra_annotations}
     return {**obj, "metadata": meta}
 
 
-def _stub(api_version: str, kind: str, namespace: str, name: str) -> Obj:
-    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+@dataclasses.dataclass(frozen=True)
+class CheckpointInputs(Inputs):
+    # The DynamoCheckpoint manifest.
+    checkpoint: Obj = dataclasses.field(default_factory=dict)
+    # Its capture Job (rendered by `render.checkpoint.capture_job`).
+    job: Obj = dataclasses.field(default_factory=dict)
+    # `project/stack/resource`: tells our objects from another stack's.
+    owner: str = ""
+    # Block until Ready (at most `timeoutSeconds`).
+    wait: bool = False
+    timeout_seconds: float | None = None
+
+    @property
+    def names(self) -> tuple[str, str, str]:
+        """Namespace, checkpoint name, capture Job name."""
+        return self.namespace, _meta(self.checkpoint)["name"], _meta(self.job)["name"]
+
+    @property
+    def label(self) -> str:
+        return f"DynamoCheckpoint {self.namespace}/{_meta(self.checkpoint)['name']}"
+
+    @property
+    def job_stub(self) -> Obj:
+        return stub("batch/v1", "Job", self.namespace, _meta(self.job)["name"])
 
 
-class CheckpointProvider(ResourceProvider):
+class CheckpointProvider(Provider[CheckpointInputs]):
     """Reconciles one checkpoint: capture Job (+ DynamoCheckpoint when served), phase, duplicates."""
 
-    serialize_as_secret_always = False
+    inputs = CheckpointInputs
 
     # --- helpers ----------------------------------------------------------------------------------
 
-    @staticmethod
-    def _client(props: dict[str, Any]) -> KubeClient:
-        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
-
-    @staticmethod
-    def _names(props: dict[str, Any]) -> tuple[str, str, str]:
-        """Namespace, checkpoint name, capture Job name."""
-        return props["namespace"], _meta(props["checkpoint"])["name"], _meta(props["job"])["name"]
-
-    @staticmethod
-    def _label(props: dict[str, Any]) -> str:
-        return f"DynamoCheckpoint {props['namespace']}/{_meta(props['checkpoint'])['name']}"
-
-    def _duplicate(self, client: KubeClient, props: dict[str, Any], crd: bool) -> str | None:
+    def _duplicate(self, client: KubeClient, ins: CheckpointInputs, crd: bool) -> str | None:
         """FindCheckpointByCheckpointID: who else in the namespace owns this checkpoint's key."""
-        ns, name, job_name = self._names(props)
-        ckpt, owner = props["checkpoint"], props["owner"]
+        ns, name, job_name = ins.names
+        ckpt, owner = ins.checkpoint, ins.owner
         key = ck.checkpoint_key(ckpt)
         managed = bool((_meta(ckpt).get("labels") or {}).get(ck.LABEL_CHECKPOINT_ID))
         what = f"checkpoint ID {key}" if managed else f"checkpoint identity hash {key}"
@@ -122,15 +110,15 @@ class CheckpointProvider(ResourceProvider):
         selector = f"{ck.LABEL_CHECKPOINT_ID}={key}"
         if crd:
             for other in client.list(ck.API_VERSION, ck.KIND, ns, label_selector=selector):
-                other_owner = _owner_of(other)
+                other_owner = owner_of(other)
                 if _meta(other)["name"] != name or (other_owner and other_owner != owner):
                     found.append(f"{_meta(other)['name']}" + (f" ({other_owner})" if other_owner else ""))
         jobs = client.list("batch/v1", "Job", ns, label_selector=selector)
-        same_name = client.get(_stub("batch/v1", "Job", ns, job_name))
+        same_name = client.get(ins.job_stub)
         if same_name is not None and all(_meta(j)["name"] != job_name for j in jobs):
             jobs.append(same_name)
         for job in jobs:
-            other_owner = _owner_of(job)
+            other_owner = owner_of(job)
             if other_owner == owner:
                 continue
             annotations = _meta(job).get("annotations") or {}
@@ -140,14 +128,14 @@ class CheckpointProvider(ResourceProvider):
             found.append(who + (f" ({other_owner})" if other_owner else ""))
         if not found:
             return None
-        return f"{self._label(props)}: {what} is already owned by {', '.join(sorted(set(found)))}"
+        return f"{ins.label}: {what} is already owned by {', '.join(sorted(set(found)))}"
 
-    def _apply_checkpoint(self, client: KubeClient, props: dict[str, Any]) -> Obj:
-        return client.apply(_stamped(props["checkpoint"], props["owner"], {}, {}))
+    def _apply_checkpoint(self, client: KubeClient, ins: CheckpointInputs) -> Obj:
+        return client.apply(_stamped(ins.checkpoint, ins.owner, {}, {}))
 
-    def _apply_status(self, client: KubeClient, props: dict[str, Any], status: Obj) -> None:
+    def _apply_status(self, client: KubeClient, ins: CheckpointInputs, status: Obj) -> None:
         """The controller's half of the DynamoCheckpoint: its status subresource."""
-        ns, name, _ = self._names(props)
+        ns, name, _ = ins.names
         info = client.resource(ck.API_VERSION, ck.KIND)
         body = {"apiVersion": ck.API_VERSION, "kind": ck.KIND, "metadata": {"name": name, "namespace": ns}}
         client.request(
@@ -158,33 +146,28 @@ class CheckpointProvider(ResourceProvider):
             content_type="application/apply-patch+yaml",
         )
 
-    def _apply_job(self, client: KubeClient, props: dict[str, Any], owner_ref: Obj | None) -> Obj:
+    def _apply_job(self, client: KubeClient, ins: CheckpointInputs, owner_ref: Obj | None) -> Obj:
         """Create the capture Job, or keep ours; a failed one (an earlier `up`) is replaced to retry."""
-        ns, name, job_name = self._names(props)
-        identity = ck.identity_hash((props["checkpoint"].get("spec") or {}).get("identity") or {})
-        job = _stamped(
-            props["job"], props["owner"], {LABEL_IDENTITY_HASH: identity}, {ANNOTATION_CHECKPOINT: name}
-        )
+        ns, name, job_name = ins.names
+        identity = ck.identity_hash((ins.checkpoint.get("spec") or {}).get("identity") or {})
+        job = _stamped(ins.job, ins.owner, {LABEL_IDENTITY_HASH: identity}, {ANNOTATION_CHECKPOINT: name})
         if owner_ref is not None:
             job = {**job, "metadata": {**job["metadata"], "ownerReferences": [owner_ref]}}
-        stub = _stub("batch/v1", "Job", ns, job_name)
-        live = client.get(stub)
+        live = client.get(ins.job_stub)
         if live is not None and ck.job_phase(live)[0] == ck.PHASE_FAILED:
-            log(f"{self._label(props)}: capture Job {ns}/{job_name} failed earlier; recreating it to retry")
-            self._delete_job(client, stub)
+            log(f"{ins.label}: capture Job {ns}/{job_name} failed earlier; recreating it to retry")
+            self._delete_job(client, ins.job_stub)
             live = None
         if live is None:
-            log(f"{self._label(props)}: creating capture Job {ns}/{job_name}")
+            log(f"{ins.label}: creating capture Job {ns}/{job_name}")
             return client.apply(job)
         try:
             return client.apply(job)
         except KubeError as e:
             if e.status != UNPROCESSABLE:
                 raise
-        log(
-            f"{self._label(props)}: capture Job {ns}/{job_name} changed where Jobs are immutable; recreating it"
-        )
-        self._delete_job(client, stub)
+        log(f"{ins.label}: capture Job {ns}/{job_name} changed where Jobs are immutable; recreating it")
+        self._delete_job(client, ins.job_stub)
         return client.apply(job)
 
     @staticmethod
@@ -210,53 +193,53 @@ class CheckpointProvider(ResourceProvider):
             )
         return "; ".join(parts) or "no pod yet"
 
-    def _await(self, client: KubeClient, props: dict[str, Any], live: Obj) -> tuple[str, str, Obj]:
+    def _await(self, client: KubeClient, ins: CheckpointInputs, live: Obj) -> tuple[str, str, Obj]:
         """Follow the capture Job until it is Complete or Failed; fail after `timeoutSeconds`."""
-        ns, _, job_name = self._names(props)
-        timeout = float(props.get("timeoutSeconds") or ck.JOB_ACTIVE_DEADLINE_S)
-        start = time.monotonic()
-        next_report = start + PROGRESS_EVERY_S
-        stub = _stub("batch/v1", "Job", ns, job_name)
-        while True:
-            phase, message = ck.job_phase(live)
-            if phase in (ck.PHASE_READY, ck.PHASE_FAILED):
-                return phase, message, live
-            now = time.monotonic()
-            if now - start >= timeout:
-                raise CheckpointFailed(
-                    f"{self._label(props)}: capture Job {ns}/{job_name} not Complete after {timeout:.0f}s "
-                    f"({self._pods_summary(client, ns, job_name)}); the next `pulumi up` keeps waiting for it"
-                )
-            if now >= next_report:
-                status = live.get("status") or {}
-                log(
-                    f"{self._label(props)}: waiting for capture Job {ns}/{job_name} "
-                    f"(active {status.get('active', 0)}, succeeded {status.get('succeeded', 0)}; "
-                    f"{now - start:.0f}s of {timeout:.0f}s)"
-                )
-                next_report = now + PROGRESS_EVERY_S
-            time.sleep(POLL_INTERVAL_S)
-            found = client.get(stub)
-            if found is None:
-                raise CheckpointFailed(
-                    f"{self._label(props)}: capture Job {ns}/{job_name} was deleted while waiting"
-                )
-            live = found
+        ns, _, job_name = ins.names
+        timeout = float(ins.timeout_seconds or ck.JOB_ACTIVE_DEADLINE_S)
 
-    def _status(self, props: dict[str, Any], phase: str, message: str) -> Obj:
-        ckpt = props["checkpoint"]
+        def fetch() -> Obj:
+            found = client.get(ins.job_stub)
+            if found is None:
+                raise CheckpointFailed(f"{ins.label}: capture Job {ns}/{job_name} was deleted while waiting")
+            return found
+
+        def expired(_job: Obj) -> CheckpointFailed:
+            return CheckpointFailed(
+                f"{ins.label}: capture Job {ns}/{job_name} not Complete after {timeout:.0f}s "
+                f"({self._pods_summary(client, ns, job_name)}); the next `pulumi up` keeps waiting for it"
+            )
+
+        def progress(job: Obj, elapsed: float) -> str:
+            status = job.get("status") or {}
+            return (
+                f"{ins.label}: waiting for capture Job {ns}/{job_name} "
+                f"(active {status.get('active', 0)}, succeeded {status.get('succeeded', 0)}; "
+                f"{elapsed:.0f}s of {timeout:.0f}s)"
+            )
+
+        def done(job: Obj) -> bool:
+            return ck.job_phase(job)[0] in (ck.PHASE_READY, ck.PHASE_FAILED)
+
+        live = await_until(live, fetch, done, timeout=timeout, expired=expired, progress=progress)
+        phase, message = ck.job_phase(live)
+        return phase, message, live
+
+    def _status(self, ins: CheckpointInputs, phase: str, message: str) -> Obj:
+        ckpt = ins.checkpoint
         status: Obj = {
             "phase": phase,
             "identityHash": ck.identity_hash((ckpt.get("spec") or {}).get("identity") or {}),
             "checkpointID": ck.checkpoint_key(ckpt),
-            "jobName": _meta(props["job"])["name"],
+            "jobName": _meta(ins.job)["name"],
         }
         if message:
             status["message"] = message
         return status
 
     def _outputs(self, props: dict[str, Any], phase: str, message: str, crd: bool) -> dict[str, Any]:
-        status = self._status(props, phase, message)
+        ins = self.typed(props)
+        status = self._status(ins, phase, message)
         return {
             **props,
             "phase": phase,
@@ -264,21 +247,23 @@ class CheckpointProvider(ResourceProvider):
             "message": message,
             "identityHash": status["identityHash"],
             "checkpointId": status["checkpointID"],
-            "checkpointName": _meta(props["checkpoint"])["name"],
+            "checkpointName": _meta(ins.checkpoint)["name"],
             "jobName": status["jobName"],
             "crdApplied": crd,
         }
 
     def _reconcile(self, props: dict[str, Any]) -> dict[str, Any]:
-        label = self._label(props)
-        with self._client(props) as client:
+        ins = self.typed(props)
+        label = ins.label
+        with ins.client() as client:
             crd = client.serves(ck.API_VERSION, ck.KIND)
-            duplicate = self._duplicate(client, props, crd)
+            duplicate = self._duplicate(client, ins, crd)
             if duplicate is not None:
                 raise CheckpointFailed(duplicate)
             owner_ref = None
             if crd:
-                applied = self._apply_checkpoint(client, props)
+                refuse_foreign(client, {label: stub(ck.API_VERSION, ck.KIND, *ins.names[:2])}, ins.owner)
+                applied = self._apply_checkpoint(client, ins)
                 owner_ref = {
                     "apiVersion": ck.API_VERSION,
                     "kind": ck.KIND,
@@ -291,19 +276,19 @@ class CheckpointProvider(ResourceProvider):
                 log(
                     f"{label}: the cluster does not serve {ck.API_VERSION} {ck.KIND}; tracking the capture Job only"
                 )
-            live = self._apply_job(client, props, owner_ref)
+            live = self._apply_job(client, ins, owner_ref)
             phase, message = ck.job_phase(live)
             if crd and phase != ck.PHASE_READY:
-                self._apply_status(client, props, self._status(props, ck.PHASE_CREATING, ""))
-            if props.get("wait") and phase not in (ck.PHASE_READY, ck.PHASE_FAILED):
-                phase, message, live = self._await(client, props, live)
+                self._apply_status(client, ins, self._status(ins, ck.PHASE_CREATING, ""))
+            if ins.wait and phase not in (ck.PHASE_READY, ck.PHASE_FAILED):
+                phase, message, live = self._await(client, ins, live)
             if crd:
-                self._apply_status(client, props, self._status(props, phase, message))
+                self._apply_status(client, ins, self._status(ins, phase, message))
             if phase == ck.PHASE_FAILED:
                 raise CheckpointFailed(
                     f"{label}: {message}; the next `pulumi up` recreates the capture Job to retry"
                 )
-            log(f"{label}: {phase} (capture Job {props['namespace']}/{_meta(props['job'])['name']})")
+            log(f"{label}: {phase} (capture Job {ins.namespace}/{ins.names[2]})")
         return self._outputs(props, phase, message, crd)
 
     # --- ResourceProvider -------------------------------------------------------------------------
@@ -327,7 +312,7 @@ class CheckpointProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         """Input changes; a checkpoint not yet Ready is looked at again by every `up`."""
-        changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
+        changed = self.changes(olds, news)
         replaces: list[str] = [k for k in ("namespace", "owner") if k in changed]
         for key in ("checkpoint", "job"):
             if _meta(olds.get(key)).get("name") != _meta(news.get(key)).get("name"):
@@ -337,42 +322,43 @@ class CheckpointProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._reconcile(props)
-        return CreateResult(id_=f"{props['namespace']}/{outs['checkpointName']}", outs=outs)
+        return CreateResult(id_=f"{self.typed(props).namespace}/{outs['checkpointName']}", outs=outs)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=self._reconcile(news))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        ns, name, job_name = self._names(props)
-        label = self._label(props)
-        if ck.deletion_policy(props["checkpoint"]) == ck.DELETION_POLICY_RETAIN:
+        ins = self.typed(props)
+        ns, name, job_name = ins.names
+        label = ins.label
+        if ck.deletion_policy(ins.checkpoint) == ck.DELETION_POLICY_RETAIN:
             log(f"{label}: retaining capture Job {ns}/{job_name} and the checkpoint (deletionPolicy Retain)")
             return
-        with self._client(props) as client:
-            job = client.get(_stub("batch/v1", "Job", ns, job_name))
-            if job is not None and _owner_of(job) == props["owner"]:
+        with ins.client() as client:
+            job = client.get(ins.job_stub)
+            if job is not None and owner_of(job) == ins.owner:
                 log(f"{label}: deleting capture Job {ns}/{job_name}")
                 self._delete_job(client, job)
             if props.get("crdApplied") and client.serves(ck.API_VERSION, ck.KIND):
-                obj = _stub(ck.API_VERSION, ck.KIND, ns, name)
+                obj = stub(ck.API_VERSION, ck.KIND, ns, name)
                 live = client.get(obj)
                 # Background: its Job is gone already (and the garbage collector may not know the CRD yet).
                 if (
                     live is not None
-                    and _owner_of(live) == props["owner"]
+                    and owner_of(live) == ins.owner
                     and client.delete(obj, propagation="Background")
                 ):
                     client.wait_deleted(obj, DELETE_TIMEOUT_S)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """The phase the live capture Job implies; gone when neither Job nor checkpoint exists."""
-        ns, name, job_name = self._names(props)
-        with self._client(props) as client:
-            job = client.get(_stub("batch/v1", "Job", ns, job_name))
+        ins = self.typed(props)
+        ns, name, _ = ins.names
+        with ins.client() as client:
+            job = client.get(ins.job_stub)
             crd = bool(props.get("crdApplied")) and client.serves(ck.API_VERSION, ck.KIND)
-            obj = client.get(_stub(ck.API_VERSION, ck.KIND, ns, name)) if crd else None
+            obj = client.get(stub(ck.API_VERSION, ck.KIND, ns, name)) if crd else None
         if job is None and obj is None:
             return ReadResult(None, {})
         phase, message = ck.job_phase(job)
-        outs = self._outputs(props, phase, message, bool(props.get("crdApplied")))
-        return ReadResult(id_, outs, {k: props[k] for k in DIFFED_INPUTS if k in props})
+        return self.read_result(id_, self._outputs(props, phase, message, bool(props.get("crdApplied"))))

@@ -14,8 +14,10 @@ from typing import Any
 
 import yaml
 
+from dynamo_infra.errors import DynamoInfraError
 
-class KubeconfigError(ValueError):
+
+class KubeconfigError(DynamoInfraError, ValueError):
     """The kubeconfig cannot be used; the message never contains credential values."""
 
 
@@ -66,7 +68,7 @@ def _data_or_file(entry: dict[str, Any], key: str, base: Path | None) -> bytes |
         try:
             return p.read_bytes()
         except OSError as e:
-            raise KubeconfigError(f"kubeconfig {key}: cannot read {p}: {e.strerror}") from None
+            raise KubeconfigError(f"kubeconfig {key}: cannot read {p}: {e.strerror}") from e
     return None
 
 
@@ -83,6 +85,7 @@ def _exec_token(cfg: dict[str, Any]) -> str:
     try:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=True).stdout
     except (OSError, subprocess.SubprocessError) as e:
+        # Not chained: the plugin's arguments and output may hold credentials.
         raise KubeconfigError(
             f"kubeconfig exec credential plugin {cfg['command']!r} failed: {type(e).__name__}"
         ) from None
@@ -100,6 +103,7 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
     try:
         cfg = yaml.safe_load(text)
     except yaml.YAMLError:
+        # Not chained: the parser's message quotes the kubeconfig, credentials included.
         raise KubeconfigError("kubeconfig is not valid YAML") from None
     if not isinstance(cfg, dict):
         raise KubeconfigError("kubeconfig must be a mapping")
@@ -120,7 +124,12 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
         raise KubeconfigError(f"kubeconfig cluster {ctx.get('cluster')!r} has no server")
     token = user.get("token")
     if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
+        try:
+            token = Path(user["tokenFile"]).read_text().strip()
+        except OSError as e:
+            raise KubeconfigError(
+                f"kubeconfig tokenFile: cannot read {user['tokenFile']}: {e.strerror}"
+            ) from e
     return Connection(
         server=str(cluster["server"]).rstrip("/"),
         ca_pem=_data_or_file(cluster, "certificate-authority", base_dir),
@@ -141,5 +150,5 @@ def load(source: str, context: str | None = None) -> Connection:
         try:
             return parse(path.read_text(), context, path.parent)
         except OSError as e:
-            raise KubeconfigError(f"cannot read kubeconfig {path}: {e.strerror}") from None
+            raise KubeconfigError(f"cannot read kubeconfig {path}: {e.strerror}") from e
     return parse(source, context)

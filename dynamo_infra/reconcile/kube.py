@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.connection import Connection
 
 Obj = dict[str, Any]
@@ -28,7 +29,7 @@ REQUEST_TIMEOUT_S = 30.0
 RETRIES = 5
 
 
-class KubeError(RuntimeError):
+class KubeError(DynamoInfraError):
     """An API request failed. `status` is the HTTP status (0 when the server was unreachable)."""
 
     def __init__(self, message: str, status: int = 0, reason: str = "", details: Obj | None = None) -> None:
@@ -59,6 +60,14 @@ class ResourceInfo:
             root += f"/namespaces/{namespace}"
         root += f"/{self.plural}"
         return f"{root}/{name}" if name else root
+
+
+def stub(api_version: str, kind: str, namespace: str, name: str) -> Obj:
+    """A minimal manifest addressing one object (namespace empty if cluster-scoped)."""
+    meta: Obj = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
 
 
 def object_key(obj: Obj) -> str:
@@ -105,7 +114,7 @@ class KubeClient:
                 if attempt == RETRIES:
                     raise KubeError(
                         f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})"
-                    ) from None
+                    ) from e
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
@@ -142,10 +151,10 @@ class KubeClient:
             path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
             try:
                 listing = self.request("GET", path)
-            except NotFound:
+            except NotFound as e:
                 raise KubeError(
                     f"the API server does not serve {api_version} (is its CRD installed?)", 404
-                ) from None
+                ) from e
             known = {
                 r["kind"]: ResourceInfo(api_version, r["kind"], r["name"], bool(r.get("namespaced")))
                 for r in listing.get("resources", [])

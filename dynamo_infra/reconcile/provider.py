@@ -10,50 +10,29 @@ Outputs: the inputs plus `inventory` (keys applied, in order) and `status`.
 
 from __future__ import annotations
 
-import sys
+import dataclasses
 from typing import Any
 
-from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
-    CreateResult,
-    DiffResult,
-    ReadResult,
-    ResourceProvider,
-    UpdateResult,
-)
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
-from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_timeout, log
 from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
 from dynamo_infra.reconcile.workload import (
     Ownership,
     apply_objects,
     await_ready,
     delete_objects,
-    inventory_id,
     observed_status,
     project,
     prune,
     read_live,
     scale_observed,
     sweep_orphans,
-    with_inventory,
 )
 from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
 
-# Input properties whose change means the cluster must be written to.
-DIFFED_INPUTS = (
-    "kubeconfig",
-    "context",
-    "namespace",
-    "graph",
-    "component",
-    "objects",
-    "replicasExternal",
-    "await",
-    "scale",
-)
 # Apply order by kind (dependencies first); unknown kinds go after these, before workloads.
 KIND_ORDER = (
     "Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim",
@@ -89,60 +68,67 @@ def pod_pull_secrets(obj: Obj) -> list[Obj]:
     )
 
 
-def log(message: str) -> None:
-    """Progress lines; the engine shows a provider's stderr with the resource being worked on."""
-    print(message, file=sys.stderr, flush=True)
+@dataclasses.dataclass(frozen=True)
+class WorkloadInputs(Inputs):
+    graph: str = ""
+    component: str = ""
+    # Manifests by `apiVersion/kind/namespace/name`.
+    objects: dict[str, Obj] = dataclasses.field(default_factory=dict)
+    # Replicas are written at creation only (an autoscaler or scaling adapter owns them).
+    replicas_external: bool = False
+    # {mode: wait|skip, timeoutSeconds}.
+    await_: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # Replicas of observed objects, set through their scale subresource.
+    scale: dict[str, float] | None = None
+    # Objects another controller creates for this one (Grove's PodCliques): read, never applied.
+    observe: dict[str, Obj] = dataclasses.field(default_factory=dict)
+    pull_secret_discovery: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace}/{self.graph}/{self.component}"
+
+    @property
+    def inventory(self) -> str:
+        return inventory_id(self.namespace, self.graph, self.component)
 
 
-class ComponentWorkloadProvider(ResourceProvider):
+class ComponentWorkloadProvider(Provider[WorkloadInputs]):
     """Reconciles the Kubernetes objects of one Dynamo component (or a graph's shared objects)."""
 
-    serialize_as_secret_always = False
-
-    # --- helpers ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _client(props: dict[str, Any]) -> KubeClient:
-        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
-
-    @staticmethod
-    def _label(props: dict[str, Any]) -> str:
-        return f"{props.get('namespace')}/{props.get('graph')}/{props.get('component')}"
+    inputs = WorkloadInputs
 
     def _reconcile(
         self, props: dict[str, Any], previous: list[str], known: dict[str, Obj], created: bool
     ) -> dict[str, Any]:
-        objects: dict[str, Obj] = props["objects"]
-        order = apply_order(objects)
-        ordered = {k: objects[k] for k in order}
-        with self._client(props) as client:
-            ownership = Ownership(replicas_external=bool(props.get("replicasExternal")))
+        ins = self.typed(props)
+        order = apply_order(ins.objects)
+        ordered = {k: ins.objects[k] for k in order}
+        with ins.client() as client:
+            ownership = Ownership(replicas_external=bool(ins.replicas_external))
             secrets: list[str] = []
-            if props.get("pullSecretDiscovery"):
-                found = discover_pull_secrets(client, props["namespace"])
+            if ins.pull_secret_discovery:
+                found = discover_pull_secrets(client, ins.namespace)
                 ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
                 secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
-            inventory = inventory_id(props["namespace"], props.get("graph", ""), props.get("component", ""))
-            owner = self._label(props)
-            apply_objects(
-                client, {k: with_inventory(o, owner, inventory) for k, o in ordered.items()}, ownership, log
-            )
+            stamped = {k: with_inventory(o, ins.label, ins.inventory) for k, o in ordered.items()}
+            # Objects new to this resource may exist already: only ours are applied over.
+            refuse_foreign(client, {k: o for k, o in stamped.items() if k not in previous}, ins.label)
+            apply_objects(client, stamped, ownership, log)
             prune(client, previous, ordered, known, log)
             kinds = {(o["apiVersion"], o["kind"]) for o in [*ordered.values(), *known.values()]}
-            sweep_orphans(client, props["namespace"], inventory, kinds, set(ordered), log)
-            observe: dict[str, Obj] = props.get("observe") or {}
+            sweep_orphans(client, ins.namespace, ins.inventory, kinds, set(ordered), log)
+            observe = ins.observe or {}
             if not ownership.replicas_external:
-                scale = props.get("scale") or {}
+                scale = ins.scale or {}
                 scale_observed(client, {k: (observe[k], int(r)) for k, r in scale.items()}, log)
             # Objects another controller creates for us (Grove's PodCliques) count for readiness too.
             watched = {**ordered, **observe}
-            awaiting = props.get("await") or {}
-            if awaiting.get("mode", "wait") == "skip":
+            awaiting = ins.await_ or {}
+            if await_skipped(awaiting):
                 status = observed_status(read_live(client, list(watched), watched)).to_dict()
             else:
-                status = await_ready(
-                    client, watched, float(awaiting.get("timeoutSeconds", 600)), log, self._label(props)
-                ).to_dict()
+                status = await_ready(client, watched, await_timeout(awaiting), ins.label).to_dict()
         return {**props, "inventory": order, "status": status, "pullSecrets": secrets}
 
     # --- ResourceProvider -------------------------------------------------------------------------
@@ -178,14 +164,14 @@ class ComponentWorkloadProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
+        changed = self.changes(olds, news)
         return DiffResult(
             changes=bool(changed), replaces=[], stables=["graph", "component"], delete_before_replace=False
         )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._reconcile(props, [], {}, created=True)
-        return CreateResult(id_=self._label(props), outs=outs)
+        return CreateResult(id_=self.typed(props).label, outs=outs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         previous = list(olds.get("inventory") or [])
@@ -193,20 +179,21 @@ class ComponentWorkloadProvider(ResourceProvider):
         return UpdateResult(outs=self._reconcile(news, previous, known, created=False))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        keys = list(props.get("inventory") or apply_order(props.get("objects") or {}))
-        objects = dict(props.get("objects") or {})
-        with self._client(props) as client:
+        ins = self.typed(props)
+        objects = dict(ins.objects or {})
+        keys = list(props.get("inventory") or apply_order(objects))
+        with ins.client() as client:
             delete_objects(client, keys, objects, log)
-            inventory = inventory_id(props["namespace"], props.get("graph", ""), props.get("component", ""))
             kinds = {(o["apiVersion"], o["kind"]) for o in objects.values()}
-            sweep_orphans(client, props["namespace"], inventory, kinds, set(), log)
+            sweep_orphans(client, ins.namespace, ins.inventory, kinds, set(), log)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Live state of our fields: refresh shows drift, and the next `up` repairs it."""
-        objects: dict[str, Obj] = dict(props.get("objects") or {})
+        ins = self.typed(props)
+        objects = dict(ins.objects or {})
         keys = list(props.get("inventory") or apply_order(objects))
-        watched: dict[str, Obj] = dict(props.get("observe") or {})
-        with self._client(props) as client:
+        watched = dict(ins.observe or {})
+        with ins.client() as client:
             live = read_live(client, keys, objects)
             # Objects another controller creates for this component (Grove's PodCliques).
             others = read_live(client, list(watched), watched)
@@ -216,14 +203,14 @@ class ComponentWorkloadProvider(ResourceProvider):
         observed = {
             k: project(present[k], objects[k]) if k in objects else present[k] for k in keys if k in present
         }
-        if props.get("replicasExternal"):
+        if ins.replicas_external:
             # The autoscaler owns the replica count: its value is not drift.
             for k, o in observed.items():
                 wanted = (objects.get(k, {}).get("spec") or {}).get("replicas")
                 if wanted is not None and "replicas" in (o.get("spec") or {}):
                     o["spec"]["replicas"] = wanted
         status = observed_status({**{k: present[k] for k in keys if k in present}, **others}).to_dict()
-        scale = props.get("scale")
+        scale = ins.scale
         if scale:
             # Replicas of the scaled objects as they are: a hand-made change shows as drift.
             scale = {
@@ -236,5 +223,4 @@ class ComponentWorkloadProvider(ResourceProvider):
             "inventory": [k for k in keys if k in present],
             "status": status,
         }
-        inputs = {k: outs[k] for k in DIFFED_INPUTS if k in outs}
-        return ReadResult(id_, outs, inputs)
+        return self.read_result(id_, outs)

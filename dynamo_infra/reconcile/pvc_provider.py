@@ -10,48 +10,51 @@ create, deleteOnDestroy, await {mode, timeoutSeconds}. Outputs add `adopted`, `p
 
 from __future__ import annotations
 
-import time
+import dataclasses
 from typing import Any
 
-from pulumi.dynamic import (
-    CheckFailure,
-    CheckResult,
-    CreateResult,
-    DiffResult,
-    ReadResult,
-    ResourceProvider,
-    UpdateResult,
-)
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient, Obj
-from dynamo_infra.reconcile.provider import log
-
-# Inputs whose change is reported by `pulumi preview` (the claim itself is never rewritten).
-DIFFED_INPUTS = (
-    "kubeconfig",
-    "context",
-    "namespace",
-    "name",
-    "manifest",
-    "create",
-    "deleteOnDestroy",
-    "await",
+from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile.base import (
+    DELETE_TIMEOUT_S,
+    AwaitTimeout,
+    Inputs,
+    Provider,
+    await_skipped,
+    await_timeout,
+    await_until,
+    log,
 )
+from dynamo_infra.reconcile.kube import KubeClient, Obj, stub
+
 # Volume binding mode under which a claim stays Pending until a pod uses it.
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+# Phase of a claim bound to a volume.
+BOUND = "Bound"
 
 
-class MissingClaim(RuntimeError):
+class MissingClaim(DynamoInfraError):
     """A claim the graph uses but does not create is absent."""
 
 
-def _stub(namespace: str, name: str) -> Obj:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": name, "namespace": namespace},
-    }
+@dataclasses.dataclass(frozen=True)
+class ClaimInputs(Inputs):
+    name: str = ""
+    # The claim to create when missing; None when the graph does not create it.
+    manifest: Obj | None = None
+    create: bool = False
+    delete_on_destroy: bool = False
+    # {mode: wait|skip, timeoutSeconds}.
+    await_: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def stub(self) -> Obj:
+        return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
+
+
+def _phase(claim: Obj) -> str:
+    return str((claim.get("status") or {}).get("phase", ""))
 
 
 def _waits_for_consumer(client: KubeClient, claim: Obj) -> bool:
@@ -64,51 +67,52 @@ def _waits_for_consumer(client: KubeClient, claim: Obj) -> bool:
     return bool(sc and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER)
 
 
-class PersistentVolumeClaimProvider(ResourceProvider):
-    serialize_as_secret_always = False
-
-    @staticmethod
-    def _client(props: dict[str, Any]) -> KubeClient:
-        return KubeClient(connection.load(props["kubeconfig"], props.get("context") or None))
+class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
+    inputs = ClaimInputs
 
     def _ensure(self, props: dict[str, Any], adopted_before: bool | None) -> dict[str, Any]:
-        ns, name = props["namespace"], props["name"]
-        with self._client(props) as client:
-            live = client.get(_stub(ns, name))
+        ins = self.typed(props)
+        ns, name = ins.namespace, ins.name
+        with ins.client() as client:
+            live = client.get(ins.stub)
             adopted = adopted_before if adopted_before is not None else live is not None
             if live is None:
-                if not props.get("create") or not props.get("manifest"):
+                if not ins.create or not ins.manifest:
                     raise MissingClaim(
                         f"PersistentVolumeClaim {ns}/{name} does not exist and the graph does not create it "
                         "(create it first, or set create: true with storageClass, size and volumeAccessMode)"
                     )
                 log(f"creating PersistentVolumeClaim {ns}/{name}")
-                live = client.apply(props["manifest"], force=False)
-            elif props.get("manifest") and not adopted_before:
+                live = client.apply(ins.manifest, force=False)
+            elif ins.manifest and not adopted_before:
                 log(f"PersistentVolumeClaim {ns}/{name} exists: kept as it is")
-            live = self._await_bound(client, props, live)
-        status = live.get("status") or {}
-        return {
-            **props,
-            "adopted": adopted,
-            "phase": status.get("phase", ""),
-            "volumeName": (live.get("spec") or {}).get("volumeName", ""),
-        }
+            live = self._await_bound(client, ins, live)
+        return {**props, "adopted": adopted, **self._observed(live)}
 
-    def _await_bound(self, client: KubeClient, props: dict[str, Any], live: Obj) -> Obj:
-        policy = props.get("await") or {}
-        if policy.get("mode", "wait") == "skip" or _waits_for_consumer(client, live):
+    @staticmethod
+    def _observed(live: Obj) -> dict[str, Any]:
+        return {"phase": _phase(live), "volumeName": (live.get("spec") or {}).get("volumeName", "")}
+
+    @staticmethod
+    def _await_bound(client: KubeClient, ins: ClaimInputs, live: Obj) -> Obj:
+        policy = ins.await_ or {}
+        if await_skipped(policy) or _waits_for_consumer(client, live):
             return live
-        deadline = time.monotonic() + float(policy.get("timeoutSeconds", 600))
-        while (live.get("status") or {}).get("phase") != "Bound":
-            if time.monotonic() >= deadline:
-                raise TimeoutError(
-                    f"PersistentVolumeClaim {props['namespace']}/{props['name']} not Bound "
-                    f"(phase {(live.get('status') or {}).get('phase', 'unknown')}) after {policy.get('timeoutSeconds')}s"
-                )
-            time.sleep(1)
-            live = client.get(live) or live
-        return live
+        timeout = await_timeout(policy)
+
+        def expired(last: Obj) -> AwaitTimeout:
+            return AwaitTimeout(
+                f"PersistentVolumeClaim {ins.namespace}/{ins.name} not Bound "
+                f"(phase {_phase(last) or 'unknown'}) after {timeout:.0f}s"
+            )
+
+        return await_until(
+            live,
+            lambda: client.get(live) or live,
+            lambda c: _phase(c) == BOUND,
+            timeout=timeout,
+            expired=expired,
+        )
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -119,37 +123,34 @@ class PersistentVolumeClaimProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in DIFFED_INPUTS if olds.get(k) != news.get(k)]
+        changed = self.changes(olds, news)
         replaces: list[str] = [k for k in ("namespace", "name") if k in changed]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._ensure(props, None)
-        return CreateResult(id_=f"{props['namespace']}/{props['name']}", outs=outs)
+        ins = self.typed(props)
+        return CreateResult(id_=f"{ins.namespace}/{ins.name}", outs=outs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=self._ensure(news, bool(olds.get("adopted"))))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        ns, name = props["namespace"], props["name"]
-        if not props.get("deleteOnDestroy") or props.get("adopted"):
+        ins = self.typed(props)
+        ns, name = ins.namespace, ins.name
+        if not ins.delete_on_destroy or props.get("adopted"):
             why = "it existed before this stack" if props.get("adopted") else "deleteOnDestroy is not set"
             log(f"retaining PersistentVolumeClaim {ns}/{name} and its data ({why})")
             return
-        with self._client(props) as client:
-            claim = _stub(ns, name)
-            if client.delete(claim, propagation="Background"):
+        with ins.client() as client:
+            if client.delete(ins.stub, propagation="Background"):
                 log(f"deleting PersistentVolumeClaim {ns}/{name}")
-                client.wait_deleted(claim, 120)
+                client.wait_deleted(ins.stub, DELETE_TIMEOUT_S)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        with self._client(props) as client:
-            live = client.get(_stub(props["namespace"], props["name"]))
+        ins = self.typed(props)
+        with ins.client() as client:
+            live = client.get(ins.stub)
         if live is None:
             return ReadResult(None, {})
-        outs = {
-            **props,
-            "phase": (live.get("status") or {}).get("phase", ""),
-            "volumeName": (live.get("spec") or {}).get("volumeName", ""),
-        }
-        return ReadResult(id_, outs, {k: props.get(k) for k in DIFFED_INPUTS if k in props})
+        return self.read_result(id_, {**props, **self._observed(live)})

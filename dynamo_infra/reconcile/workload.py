@@ -3,36 +3,21 @@
 from __future__ import annotations
 
 import copy
-import hashlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key
+from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
+from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key, stub
+from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render.status import ComponentStatus, component_status
 
-# Label on every object a provider applies: which resource (namespace/graph/component) owns it,
-# so objects left behind by an interrupted run are found and pruned by the next one.
-INVENTORY_LABEL = "dynamo-infra.io/inventory"
-# The owner spelled out, for people reading the object.
-INVENTORY_ANNOTATION = "dynamo-infra.io/owner"
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
-# How often readiness is polled while awaiting.
-POLL_INTERVAL_S = 1.0
-# How often progress is reported while awaiting.
-PROGRESS_EVERY_S = 10.0
-# How long a delete waits for each object to be gone.
-DELETE_TIMEOUT_S = 120.0
 # Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
 REASON_NOT_CREATED = "NotCreated"
 
 Log = Callable[[str], None]
-
-
-class AwaitTimeout(RuntimeError):
-    """Objects did not become ready in time; the message names them and their last conditions."""
 
 
 @dataclass(frozen=True)
@@ -89,30 +74,17 @@ def scale_observed(client: KubeClient, targets: dict[str, tuple[Obj, int]], log:
     the template it is created from). Returns the replicas each existing target now has.
     """
     now: dict[str, int] = {}
-    for key, (stub, replicas) in targets.items():
-        scale = client.get_scale(stub)
+    for key, (target, replicas) in targets.items():
+        scale = client.get_scale(target)
         if scale is None:
             log(f"{key}: not created yet; it will start with the PodCliqueSet's replicas")
             continue
         current = (scale.get("spec") or {}).get("replicas")
         if current != replicas:
             log(f"{key}: scaling {current} -> {replicas}")
-            client.set_scale(stub, replicas)
+            client.set_scale(target, replicas)
         now[key] = replicas
     return now
-
-
-def inventory_id(namespace: str, graph: str, component: str) -> str:
-    """A label value naming the owning resource (12 hex of SHA-256 of `namespace/graph/component`)."""
-    return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]
-
-
-def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
-    """The manifest with our inventory label and owner annotation on its metadata (not its pods)."""
-    meta = dict(obj.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: inventory}
-    meta["annotations"] = {**(meta.get("annotations") or {}), INVENTORY_ANNOTATION: owner}
-    return {**obj, "metadata": meta}
 
 
 def sweep_orphans(
@@ -153,12 +125,7 @@ def prune(
 def _stub(key: str) -> Obj:
     """A minimal manifest addressing the object behind an inventory key."""
     parts = key.split("/")
-    name, namespace, kind = parts[-1], parts[-2], parts[-3]
-    api_version = "/".join(parts[:-3])
-    meta: Obj = {"name": name}
-    if namespace:
-        meta["namespace"] = namespace
-    return {"apiVersion": api_version, "kind": kind, "metadata": meta}
+    return stub("/".join(parts[:-3]), parts[-3], parts[-2], parts[-1])
 
 
 def read_live(client: KubeClient, keys: list[str], known: dict[str, Obj]) -> dict[str, Obj | None]:
@@ -180,25 +147,20 @@ def observed_status(live: dict[str, Obj | None]) -> ComponentStatus:
     )
 
 
-def await_ready(
-    client: KubeClient, objects: dict[str, Obj], timeout: float, log: Log, label: str
-) -> ComponentStatus:
+def await_ready(client: KubeClient, objects: dict[str, Obj], timeout: float, label: str) -> ComponentStatus:
     """Poll until every object is ready; raise AwaitTimeout naming what is not."""
-    deadline = time.monotonic() + timeout
-    next_report = time.monotonic() + PROGRESS_EVERY_S
-    while True:
-        status = observed_status(read_live(client, list(objects), objects))
-        if status.ready:
-            return status
-        now = time.monotonic()
-        if now >= deadline:
-            raise AwaitTimeout(f"{label}: not ready after {timeout:.0f}s: {status.message or status.reason}")
-        if now >= next_report:
-            log(
-                f"{label}: waiting for readiness ({status.ready_replicas or 0}/{status.replicas or 0} replicas ready)"
-            )
-            next_report = now + PROGRESS_EVERY_S
-        time.sleep(POLL_INTERVAL_S)
+
+    def fetch() -> ComponentStatus:
+        return observed_status(read_live(client, list(objects), objects))
+
+    def expired(status: ComponentStatus) -> AwaitTimeout:
+        return AwaitTimeout(f"{label}: not ready after {timeout:.0f}s: {status.message or status.reason}")
+
+    def progress(status: ComponentStatus, _elapsed: float) -> str:
+        ready, replicas = status.ready_replicas or 0, status.replicas or 0
+        return f"{label}: waiting for readiness ({ready}/{replicas} replicas ready)"
+
+    return await_until(fetch(), fetch, lambda s: s.ready, timeout=timeout, expired=expired, progress=progress)
 
 
 def delete_objects(

@@ -8,6 +8,7 @@ import pytest
 
 from dynamo_infra.api import load_yaml
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, USER_AGENT, KubeClient, object_key
+from dynamo_infra.reconcile.ownership import ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import render_graph
 from tests.integration.conftest import unique
@@ -83,3 +84,16 @@ def test_create_update_read_delete(
     p.delete(shared.id, shared.outs)
     assert all(kube.get(o) is None for o in component_props(repo, cluster, namespace, "")["objects"].values())
     assert cluster.audit_events(USER_AGENT), "our requests carry our user agent"
+
+
+def test_an_object_someone_else_made_is_not_taken_over(
+    repo: Path, cluster: LocalCluster, kube: KubeClient, namespace: str
+) -> None:
+    props = component_props(repo, cluster, namespace, "Frontend")
+    svc = next(o for o in props["objects"].values() if o["kind"] == "Service")
+    kube.apply({**svc, "spec": {"ports": [{"port": 1234}]}}, manager="kubectl")
+    with pytest.raises(ForeignObject, match=f"{object_key(svc)} belongs to field manager kubectl"):
+        ComponentWorkloadProvider().create(props)
+    live = kube.get(svc)
+    assert live is not None and [p["port"] for p in live["spec"]["ports"]] == [1234]
+    assert all(kube.get(o) is None for o in props["objects"].values() if o["kind"] != "Service")

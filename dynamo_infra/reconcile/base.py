@@ -1,0 +1,145 @@
+"""What every dynamic provider shares: typed inputs, the kube client, progress lines and the poll loop.
+
+A provider's inputs are one frozen dataclass built from the Pulumi property dict; `diff` compares
+those objects and the reconcile reads them, so what is diffed is what is applied. The client is
+built from them in each call (decision 10: a pickled provider never holds a client).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
+
+from pulumi.dynamic import ReadResult, ResourceProvider
+
+from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import KubeClient
+
+# How often a wait polls the cluster.
+POLL_INTERVAL_S = 1.0
+# How often a wait reports progress.
+PROGRESS_EVERY_S = 10.0
+# How long a delete waits for each object to be gone.
+DELETE_TIMEOUT_S = 120.0
+# Await policy when an input sets none: wait for readiness up to this long.
+DEFAULT_AWAIT_TIMEOUT_S = 600.0
+# Await mode that does not wait (clusters without kubelets).
+AWAIT_SKIP = "skip"
+
+T = TypeVar("T")
+
+
+class AwaitTimeout(DynamoInfraError):
+    """Objects did not become ready in time; the message names them and their last state."""
+
+
+def log(message: str) -> None:
+    """Progress lines; the engine shows a provider's stderr with the resource being worked on."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def prop_name(field: str) -> str:
+    """The Pulumi property name of an input field: camelCase, a trailing `_` dropped (`await_`)."""
+    head, *rest = field.rstrip("_").split("_")
+    return head + "".join(w.capitalize() for w in rest)
+
+
+@dataclasses.dataclass(frozen=True)
+class Inputs:
+    """Inputs common to every provider: where the cluster is and which namespace.
+
+    A missing property reads as the field's default; `diff` compares every field.
+    """
+
+    kubeconfig: str = ""
+    context: str = ""
+    namespace: str = ""
+
+    @classmethod
+    def diffed(cls) -> tuple[str, ...]:
+        """The Pulumi property names `diff` compares: every input, in declaration order."""
+        return tuple(prop_name(f.name) for f in dataclasses.fields(cls))
+
+    @classmethod
+    def from_props(cls, props: dict[str, Any]) -> Self:
+        fields = dataclasses.fields(cls)
+        return cls(**{f.name: props.get(prop_name(f.name), _default(f)) for f in fields})
+
+    def to_props(self) -> dict[str, Any]:
+        return {prop_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def changed(self, other: Inputs) -> list[str]:
+        """Property names whose value differs between two sets of inputs (the diffed ones)."""
+        mine, theirs = self.to_props(), other.to_props()
+        return [k for k in self.diffed() if mine[k] != theirs[k]]
+
+    def client(self) -> KubeClient:
+        """A client for this call (decision 10: never kept on the provider)."""
+        return KubeClient(connection.load(self.kubeconfig, self.context or None))
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def await_skipped(policy: dict[str, Any]) -> bool:
+    """Whether an await policy ({mode, timeoutSeconds}) says not to wait."""
+    return bool(policy.get("mode", "wait") == AWAIT_SKIP)
+
+
+def await_timeout(policy: dict[str, Any]) -> float:
+    return float(policy.get("timeoutSeconds", DEFAULT_AWAIT_TIMEOUT_S))
+
+
+def await_until(
+    current: T,
+    fetch: Callable[[], T],
+    done: Callable[[T], bool],
+    *,
+    timeout: float,
+    expired: Callable[[T], DynamoInfraError],
+    progress: Callable[[T, float], str] | None = None,
+) -> T:
+    """Poll with `fetch` until `done`; raise `expired(last seen)` after `timeout` seconds.
+
+    `current` is what was last seen (no request is made for it); `progress(last, elapsed)` is
+    logged every PROGRESS_EVERY_S.
+    """
+    start = time.monotonic()
+    next_report = start + PROGRESS_EVERY_S
+    while not done(current):
+        now = time.monotonic()
+        if now - start >= timeout:
+            raise expired(current)
+        if progress is not None and now >= next_report:
+            log(progress(current, now - start))
+            next_report = now + PROGRESS_EVERY_S
+        time.sleep(POLL_INTERVAL_S)
+        current = fetch()
+    return current
+
+
+InputsT = TypeVar("InputsT", bound=Inputs)
+
+
+class Provider(ResourceProvider, Generic[InputsT]):
+    """A dynamic provider over typed inputs (subclasses set `inputs` to their Inputs class)."""
+
+    serialize_as_secret_always = False
+    inputs: ClassVar[type[Inputs]]
+
+    def typed(self, props: dict[str, Any]) -> InputsT:
+        return cast(InputsT, self.inputs.from_props(props))
+
+    def changes(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+        return self.typed(olds).changed(self.typed(news))
+
+    def read_result(self, id_: str, outs: dict[str, Any]) -> ReadResult:
+        """Outputs as read, with the inputs they imply (so refresh shows drift)."""
+        return ReadResult(id_, outs, {k: outs[k] for k in self.inputs.diffed() if k in outs})

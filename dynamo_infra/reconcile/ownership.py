@@ -1,0 +1,80 @@
+"""Whose objects are whose: our inventory label and owner annotation, and refusing someone else's.
+
+Decision 3: an object that already exists and belongs to someone else (another resource or stack,
+the Dynamo operator, a hand-made object) is never taken over; applying it fails naming its owner.
+Fields others edit on our own objects are drift, restored by the next forced apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, Obj
+
+# Label on every object a provider applies: which resource (namespace/graph/component) owns it,
+# so objects left behind by an interrupted run are found and pruned by the next one.
+INVENTORY_LABEL = "dynamo-infra.io/inventory"
+# The owner spelled out, for people reading the object (and for telling ours from others').
+INVENTORY_ANNOTATION = "dynamo-infra.io/owner"
+# Owners whose ownerReference makes an object the Dynamo operator's.
+OPERATOR_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
+
+
+class ForeignObject(DynamoInfraError):
+    """An object to be applied already exists and belongs to someone else."""
+
+
+def inventory_id(namespace: str, graph: str, component: str) -> str:
+    """A label value naming the owning resource (12 hex of SHA-256 of `namespace/graph/component`)."""
+    return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]
+
+
+def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
+    """The manifest with our inventory label and owner annotation on its metadata (not its pods)."""
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: inventory}
+    meta["annotations"] = {**(meta.get("annotations") or {}), INVENTORY_ANNOTATION: owner}
+    return {**obj, "metadata": meta}
+
+
+def owner_of(obj: Obj | None) -> str:
+    """The owner annotation we put on an object ("" when it has none)."""
+    meta = (obj or {}).get("metadata") or {}
+    return str((meta.get("annotations") or {}).get(INVENTORY_ANNOTATION) or "")
+
+
+def foreign_owner(live: Obj | None, owner: str) -> str | None:
+    """Who else owns an existing object, in words; None when it is absent or `owner`'s.
+
+    An object without our annotation that our field manager wrote is ours (applied before owners
+    were recorded).
+    """
+    if live is None:
+        return None
+    meta = live.get("metadata") or {}
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") in OPERATOR_KINDS:
+            return f"the Dynamo operator ({ref['kind']} {ref.get('name')})"
+        if ref.get("controller"):
+            return f"{ref.get('kind')} {ref.get('name')} (its controller)"
+    theirs = owner_of(live)
+    if theirs:
+        return None if theirs == owner else f"dynamo-infra resource {theirs}"
+    managers = sorted(
+        {str(m.get("manager")) for m in meta.get("managedFields") or [] if not m.get("subresource")}
+    )
+    if FIELD_MANAGER in managers:
+        return None
+    return f"field manager {', '.join(managers)}" if managers else "someone outside dynamo-infra"
+
+
+def refuse_foreign(client: KubeClient, objects: dict[str, Obj], owner: str) -> None:
+    """Fail, naming each owner, when any of `objects` exists and belongs to someone else."""
+    taken = {k: foreign_owner(client.get_metadata(o), owner) for k, o in objects.items()}
+    found = [f"{k} belongs to {who}" for k, who in taken.items() if who is not None]
+    if found:
+        raise ForeignObject(
+            f"{owner}: not taking over objects that exist already: {'; '.join(found)} "
+            "(delete them, or rename the graph or component)"
+        )

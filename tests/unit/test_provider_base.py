@@ -1,0 +1,117 @@
+"""The providers' shared base: pickled state still loads, typed inputs, diffs, the poll loop, one error root."""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import inspect
+import pkgutil
+
+import dill
+import pytest
+from pulumi.dynamic.dynamic import serialize_provider
+
+import dynamo_infra
+from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile import base
+from dynamo_infra.reconcile.checkpoint_provider import CheckpointInputs, CheckpointProvider
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider, WorkloadInputs
+from dynamo_infra.reconcile.pvc_provider import ClaimInputs, PersistentVolumeClaimProvider
+
+# `__provider` of each resource as stacks hold it (written before the providers shared a base):
+# the same text means an existing stack loads its providers and sees no provider change.
+STORED = {
+    ComponentWorkloadProvider: "gASVRAAAAAAAAACMH2R5bmFtb19pbmZyYS5yZWNvbmNpbGUucHJvdmlkZXKUjBlDb21wb25lbnRXb3JrbG9hZFByb3ZpZGVylJOUKYGULg==",
+    PersistentVolumeClaimProvider: "gASVTAAAAAAAAACMI2R5bmFtb19pbmZyYS5yZWNvbmNpbGUucHZjX3Byb3ZpZGVylIwdUGVyc2lzdGVudFZvbHVtZUNsYWltUHJvdmlkZXKUk5QpgZQu",
+    CheckpointProvider: "gASVSAAAAAAAAACMKmR5bmFtb19pbmZyYS5yZWNvbmNpbGUuY2hlY2twb2ludF9wcm92aWRlcpSMEkNoZWNrcG9pbnRQcm92aWRlcpSTlCmBlC4=",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("cls", list(STORED), ids=lambda c: c.__name__)
+def test_stored_providers_load_and_serialize_the_same(cls: type) -> None:
+    assert serialize_provider(cls()) == STORED[cls]
+    loaded = dill.loads(base64.b64decode(STORED[cls]))
+    assert type(loaded) is cls and loaded.serialize_as_secret_always is False
+
+
+def test_diffed_inputs_are_every_input_the_reconcile_reads() -> None:
+    assert WorkloadInputs.diffed() == (
+        "kubeconfig", "context", "namespace", "graph", "component", "objects", "replicasExternal",
+        "await", "scale", "observe", "pullSecretDiscovery",
+    )  # fmt: skip
+    assert ClaimInputs.diffed() == (
+        "kubeconfig", "context", "namespace", "name", "manifest", "create", "deleteOnDestroy", "await",
+    )  # fmt: skip
+    assert CheckpointInputs.diffed() == (
+        "kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds",
+    )  # fmt: skip
+
+
+def test_a_change_of_what_is_observed_or_discovered_is_an_update() -> None:
+    p = ComponentWorkloadProvider()
+    olds = {"kubeconfig": "k", "namespace": "n", "observe": {}, "pullSecretDiscovery": False}
+    assert p.diff("id", olds, {**olds, "pullSecretDiscovery": True}).changes is True
+    assert p.diff("id", olds, {**olds, "observe": {"k": {"kind": "PodClique"}}}).changes is True
+    assert p.diff("id", olds, {**olds, "status": {}}).changes is False
+
+
+def test_typed_inputs_round_trip_the_property_dict() -> None:
+    props = {
+        "kubeconfig": "k",
+        "context": "",
+        "namespace": "n",
+        "name": "c",
+        "manifest": None,
+        "create": False,
+        "deleteOnDestroy": True,
+        "await": {"mode": "skip"},
+    }
+    ins = ClaimInputs.from_props({**props, "phase": "Bound"})
+    assert ins.to_props() == props and ins.delete_on_destroy and base.await_skipped(ins.await_)
+    assert ClaimInputs.from_props({}).await_ == {} and base.await_timeout({}) == 600.0
+
+
+def test_diffs_keep_their_replacements() -> None:
+    claim = {"kubeconfig": "k", "namespace": "n", "name": "c", "create": False}
+    d = PersistentVolumeClaimProvider().diff("id", claim, {**claim, "name": "d", "phase": "x"})
+    assert d.changes and d.replaces == ["name"]
+    ckpt = {"kubeconfig": "k", "namespace": "n", "owner": "o", "checkpoint": {"metadata": {"name": "a"}}}
+    ready = CheckpointProvider().diff("id", {**ckpt, "phase": "Ready"}, ckpt)
+    pending = CheckpointProvider().diff("id", ckpt, ckpt)
+    assert (ready.changes, pending.changes, pending.replaces) == (False, True, [])
+
+
+def test_await_until_polls_reports_and_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [0.0]
+    monkeypatch.setattr(base.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(base.time, "sleep", lambda s: clock.__setitem__(0, clock[0] + s))
+    lines: list[str] = []
+    monkeypatch.setattr(base, "log", lines.append)
+    seen = iter(range(1, 100))
+    got = base.await_until(0, lambda: next(seen), lambda n: n >= 3, timeout=60, expired=DynamoInfraError)
+    assert got == 3 and clock[0] == 3.0
+    with pytest.raises(base.AwaitTimeout, match="last 28"):
+        base.await_until(
+            0,
+            lambda: next(seen),
+            lambda n: False,
+            timeout=25,
+            expired=lambda n: base.AwaitTimeout(f"last {n}"),
+            progress=lambda n, t: f"{n} after {t:.0f}s",
+        )
+    assert lines == ["13 after 10s", "23 after 20s"]
+
+
+def test_every_package_exception_has_one_root() -> None:
+    found = []
+    for mod in pkgutil.walk_packages(dynamo_infra.__path__, "dynamo_infra."):
+        module = importlib.import_module(mod.name)
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if (
+                issubclass(cls, Exception)
+                and not issubclass(cls, Warning)
+                and cls.__module__ == module.__name__
+            ):
+                found.append(cls)
+    assert len(found) >= 7
+    assert [c.__qualname__ for c in found if not issubclass(c, DynamoInfraError)] == []
