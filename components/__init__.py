@@ -7,6 +7,8 @@ from components.graph import (
     DynamoGraphDeploymentArgs,
 )
 from components.graph_plan import GraphPlan, plan_graph
+from components.platform import Platform, read_ownership
+from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from components.pvc import PersistentVolumeClaim
 from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
@@ -19,8 +21,14 @@ __all__ = [
     "DynamoGraphDeployment",
     "DynamoGraphDeploymentArgs",
     "GraphPlan",
+    "Ownership",
     "PersistentVolumeClaim",
+    "Platform",
+    "PlatformArgs",
+    "PlatformPlan",
     "ScalingAdapter",
     "load_graph",
     "plan_graph",
+    "plan_platform",
+    "read_ownership",
 ]
