@@ -1,6 +1,34 @@
-"""Pulumi ComponentResources for Dynamo graphs."""
+"""Pulumi ComponentResources for Dynamo graphs and the cluster layer they run on."""
 
-from components.graph import DynamoComponentDeployment, DynamoGraphDeployment, load_graph
+from components.checkpoint import Checkpoint
+from components.graph import (
+    DynamoComponentDeployment,
+    DynamoGraphDeployment,
+    DynamoGraphDeploymentArgs,
+)
+from components.graph_plan import GraphPlan, plan_graph
+from components.platform import Platform, read_ownership
+from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
+from components.pvc import PersistentVolumeClaim
+from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
+from dynamo_infra.graph_source import load_graph
 
-__all__ = ["ComponentWorkload", "DynamoComponentDeployment", "DynamoGraphDeployment", "load_graph"]
+__all__ = [
+    "Checkpoint",
+    "ComponentWorkload",
+    "DynamoComponentDeployment",
+    "DynamoGraphDeployment",
+    "DynamoGraphDeploymentArgs",
+    "GraphPlan",
+    "Ownership",
+    "PersistentVolumeClaim",
+    "Platform",
+    "PlatformArgs",
+    "PlatformPlan",
+    "ScalingAdapter",
+    "load_graph",
+    "plan_graph",
+    "plan_platform",
+    "read_ownership",
+]

@@ -4,38 +4,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components.checkpoint import Checkpoint
+from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
 from components.pvc import PersistentVolumeClaim
 from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
-from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.graph_source import GraphSource
 from dynamo_infra.reconcile.kube import Obj, object_key
-from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
-from dynamo_infra.render.names import LABEL_COMPONENT
-from dynamo_infra.render.preflight import unmet_needs
+from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
 COMPONENT_TYPE = "dynamo-infra:index:DynamoComponentDeployment"
-
-
-def load_graph(source: str | Path | AnyDGD) -> AnyDGD:
-    """A typed DGD, or the single DynamoGraphDeployment of a YAML file."""
-    if not isinstance(source, str | Path):
-        return source
-    loaded = load_yaml(Path(source))
-    if len(loaded.graphs) != 1:
-        raise DynamoValidationError(
-            [Problem("", f"expected one DynamoGraphDeployment, found {len(loaded.graphs)}")], str(source)
-        )
-    return loaded.graphs[0]
 
 
 def observed(target: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -59,34 +46,6 @@ def objects_of(component: str, rendered: RenderedGraph) -> list[Obj]:
 
 def waiting_of(component: str, rendered: RenderedGraph) -> bool:
     return rendered.components[component].waiting_for_checkpoint
-
-
-def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Obj]:
-    """The graph's DGD-managed DynamoCheckpoints by the component they capture."""
-    return {str(o["metadata"]["labels"][LABEL_COMPONENT]): o for o in rendered.checkpoints}
-
-
-def checked_autoscalers(
-    rendered: RenderedGraph, autoscalers: Mapping[str, Autoscaler]
-) -> dict[str, Autoscaler]:
-    """Autoscalers only for components that exist and hand their replicas over (`scalingAdapter`)."""
-    problems = []
-    for component in autoscalers:
-        c = rendered.components.get(component)
-        if c is None:
-            problems.append(
-                Problem(f"autoscalers.{component}", f"graph {rendered.name} has no component {component!r}")
-            )
-        elif not c.scaling_adapter:
-            problems.append(
-                Problem(
-                    f"autoscalers.{component}",
-                    "the component must set scalingAdapter so the autoscaler owns its replicas",
-                )
-            )
-    if problems:
-        raise DynamoValidationError(problems)
-    return dict(autoscalers)
 
 
 class DynamoComponentDeployment(pulumi.ComponentResource):
@@ -146,20 +105,74 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         self.register_outputs({"dcdName": rendered.dcd_name, "status": self.status})
 
 
+@dataclass(frozen=True)
+class DynamoGraphDeploymentArgs:
+    """The inputs of a DynamoGraphDeployment (the same as its keyword arguments)."""
+
+    # A v1alpha1 or v1beta1 DGD, or the path of a YAML file holding one.
+    graph: GraphSource
+    kubeconfig: pulumi.Input[str]
+    context: str | None = None
+    options: ClusterOptions | None = None
+    # Where the graph runs (None: the options' namespace).
+    namespace: str | None = None
+    delete_pvcs_on_destroy: bool = False
+    # Per component: the autoscaler that owns its replicas (the component must set scalingAdapter).
+    autoscalers: Mapping[str, Autoscaler] | None = None
+
+
+def graph_args(
+    graph: GraphSource | DynamoGraphDeploymentArgs,
+    kubeconfig: pulumi.Input[str] | None,
+    **keywords: Any,
+) -> DynamoGraphDeploymentArgs:
+    """The args given, or those of the keyword arguments (one or the other, not both)."""
+    if isinstance(graph, DynamoGraphDeploymentArgs):
+        if kubeconfig is not None or any(v not in (None, False) for v in keywords.values()):
+            raise TypeError(
+                "DynamoGraphDeployment: pass DynamoGraphDeploymentArgs or keyword arguments, not both"
+            )
+        return graph
+    if kubeconfig is None:
+        raise TypeError("DynamoGraphDeployment: kubeconfig is required")
+    return DynamoGraphDeploymentArgs(graph, kubeconfig, **keywords)
+
+
+def statuses_by_name(names: list[str], values: list[Any]) -> dict[str, Any]:
+    return {n: (v or {}) for n, v in zip(names, values, strict=True)}
+
+
+def overall_status(statuses: Mapping[str, Any]) -> dict[str, Any]:
+    """The graph's `state` and `conditions` from its components' statuses, as the operator computes them."""
+    return graph_status(
+        {
+            n: ComponentStatus(
+                bool(v.get("ready")),
+                str(v.get("reason", "")),
+                str(v.get("message", "")),
+                waiting_for_checkpoint=bool(v.get("waitingForCheckpoint")),
+            )
+            for n, v in statuses.items()
+        }
+    ).to_dict()
+
+
 class DynamoGraphDeployment(pulumi.ComponentResource):
     """A Dynamo inference graph deployed as the operator would, without the operator.
 
-    `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path). Outputs: `state`,
-    `conditions` and per-component `components` status, computed as the operator does. Claims the
-    graph creates survive `pulumi destroy` unless `delete_pvcs_on_destroy` is set.
+    `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path), or all inputs as
+    DynamoGraphDeploymentArgs. Outputs: `state`, `conditions` and per-component `components` status,
+    computed as the operator does. Claims the graph creates survive `pulumi destroy` unless
+    `delete_pvcs_on_destroy` is set.
 
     Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a
     `Checkpoint` first; their objects are rendered from its readiness, so `Immediate` components
     start at once and `WaitForCheckpoint` ones start restore-wired once the capture is Ready.
     Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
 
-    A graph with components that need what only the operator serves (a planner in its kubernetes
-    environment) is refused: DynamoValidationError naming each (`render.preflight`).
+    What it creates is `plan_graph`'s plan (see there), which raises DynamoValidationError for a
+    graph with components that need what only the operator serves (a planner in its kubernetes
+    environment).
     """
 
     state: pulumi.Output[str]
@@ -170,9 +183,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        graph: str | Path | AnyDGD,
+        graph: GraphSource | DynamoGraphDeploymentArgs,
         *,
-        kubeconfig: pulumi.Input[str],
+        kubeconfig: pulumi.Input[str] | None = None,
         context: str | None = None,
         options: ClusterOptions | None = None,
         namespace: str | None = None,
@@ -180,150 +193,102 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         autoscalers: Mapping[str, Autoscaler] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        args = graph_args(
+            graph,
+            kubeconfig,
+            context=context,
+            options=options,
+            namespace=namespace,
+            delete_pvcs_on_destroy=delete_pvcs_on_destroy,
+            autoscalers=autoscalers,
+        )
         super().__init__(GRAPH_TYPE, name, None, opts)
-        options = options or ClusterOptions()
-        dgd = load_graph(graph)
-        unmet = unmet_needs(dgd)
-        if unmet:
-            raise DynamoValidationError(unmet)
-        self.rendered = render_graph(dgd, options, namespace)
-        child = pulumi.ResourceOptions(parent=self)
+        self.plan: GraphPlan = plan_graph(
+            name,
+            args.graph,
+            args.options,
+            args.namespace,
+            delete_pvcs_on_destroy=args.delete_pvcs_on_destroy,
+            autoscalers=args.autoscalers,
+        )
+        plan = self.plan
+        self.rendered = plan.rendered
+        self._kubeconfig, self._context = args.kubeconfig, args.context
+        # The graph rendered again per set of checkpoints whose readiness it depends on.
+        self._renders: dict[tuple[str, ...], pulumi.Output[RenderedGraph]] = {}
         depends: list[pulumi.Resource] = []
-        await_policy = {
-            "mode": options.await_policy.mode,
-            "timeoutSeconds": options.await_policy.timeout_seconds,
-        }
-        claims: list[tuple[str, dict[str, Any] | None]] = [
-            (str(m["metadata"]["name"]), m) for m in self.rendered.pvcs
-        ]
-        claims += [(n, None) for n in self.rendered.required_pvcs]
         self.pvcs = {
-            claim: PersistentVolumeClaim(
-                f"{name}-pvc-{claim}",
-                kubeconfig=kubeconfig,
-                context=context,
-                namespace=self.rendered.namespace,
-                claim_name=claim,
-                manifest=manifest,
-                delete_on_destroy=delete_pvcs_on_destroy,
-                await_policy=await_policy,
-                opts=child,
+            c.claim_name: PersistentVolumeClaim(
+                c.name,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                namespace=plan.rendered.namespace,
+                claim_name=c.claim_name,
+                manifest=c.manifest,
+                delete_on_destroy=c.delete_on_destroy,
+                await_policy=c.await_policy,
+                opts=pulumi.ResourceOptions(parent=self),
             )
-            for claim, manifest in claims
+            for c in plan.claims
         }
         depends.extend(self.pvcs.values())
-        if self.rendered.shared:
-            self.shared = ComponentWorkload(
-                f"{name}-shared",
-                kubeconfig=kubeconfig,
-                context=context,
-                namespace=self.rendered.namespace,
-                graph=self.rendered.name,
-                component="",
-                objects=list(self.rendered.shared),
-                await_policy={"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds},
-                opts=child,
-            )
+        if plan.shared:
+            self.shared = self._workload(plan.shared, list(plan.shared.objects), [])
             depends.append(self.shared)
         self.checkpoints = {
-            component: Checkpoint(
-                f"{name}-checkpoint-{component.lower()}",
-                obj,
-                kubeconfig=kubeconfig,
-                context=context,
-                # Only WaitForCheckpoint components wait for the capture (and not where nothing runs pods).
-                wait=self.rendered.components[component].waiting_for_checkpoint
-                and options.await_policy.mode != "skip",
-                timeout_seconds=options.checkpoint.timeout_seconds,
+            c.component: Checkpoint(
+                c.name,
+                c.checkpoint,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                wait=c.wait,
+                timeout_seconds=c.timeout_seconds,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
             )
-            for component, obj in checkpoint_owners(self.rendered).items()
+            for c in plan.checkpoints
         }
-
-        def rendered_ready(components: list[str]) -> pulumi.Output[RenderedGraph]:
-            """The graph rendered again with the observed readiness of these components' checkpoints."""
-            readiness = [self.checkpoints[c].ready for c in components]
-            return pulumi.Output.all(*readiness).apply(
-                lambda ready: render_graph(
-                    dgd,
-                    options,
-                    namespace,
-                    checkpoint_ready={c: bool(r) for c, r in zip(components, ready, strict=True)},
-                )
+        if plan.podcliqueset:
+            p = plan.podcliqueset
+            objects = (
+                self._rendered_ready(p.checkpoints).apply(lambda r: list(r.workloads))
+                if p.checkpoints
+                else list(p.objects)
             )
-
-        # Grove: one PodCliqueSet for the graph, rendered once every checkpoint's readiness is known.
-        everything = (
-            rendered_ready(list(self.checkpoints)) if self.checkpoints and self.rendered.workloads else None
-        )
-        if self.rendered.workloads:
-            # Grove: one PodCliqueSet runs every component; components hold their Services.
-            self.podcliqueset = ComponentWorkload(
-                f"{name}-podcliqueset",
-                kubeconfig=kubeconfig,
-                context=context,
-                namespace=self.rendered.namespace,
-                graph=self.rendered.name,
-                component="",
-                objects=list(self.rendered.workloads)
-                if everything is None
-                else everything.apply(lambda r: list(r.workloads)),
-                pull_secret_discovery=True,
-                await_policy={"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds},
-                opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends)),
-            )
+            self.podcliqueset = self._workload(p, objects, list(depends))
             depends.append(self.podcliqueset)
         self.components: dict[str, DynamoComponentDeployment] = {}
-        for c in self.rendered.components.values():
-            objects: pulumi.Input[list[Obj]] | None = None
-            waiting: pulumi.Output[bool] | None = None
-            if c.name in self.checkpoints:
-                # Grove: the PodCliqueSet carries the pods, the component only its Services.
-                own = everything if self.rendered.workloads else rendered_ready([c.name])
-                assert own is not None
-                if not self.rendered.workloads:
-                    objects = own.apply(functools.partial(objects_of, c.name))
-                waiting = own.apply(functools.partial(waiting_of, c.name))
-            self.components[c.name] = DynamoComponentDeployment(
-                f"{name}-{c.name.lower()}",
-                c,
-                graph=self.rendered,
-                kubeconfig=kubeconfig,
-                context=context,
-                options=options,
-                objects=objects,
-                waiting=waiting,
+        for c in plan.components:
+            own = self._rendered_ready(c.checkpoints) if c.checkpoints else None
+            self.components[c.rendered.name] = DynamoComponentDeployment(
+                c.name,
+                c.rendered,
+                graph=plan.rendered,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                options=plan.options,
+                objects=own.apply(functools.partial(objects_of, c.rendered.name))
+                if own and c.rerender_objects
+                else None,
+                waiting=own.apply(functools.partial(waiting_of, c.rendered.name)) if own else None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
         self.scaling_adapters = {
-            component: ScalingAdapter(
-                f"{name}-{component.lower()}-scaling",
-                graph=self.rendered,
-                component=self.rendered.components[component],
-                autoscaler=spec,
-                kubeconfig=kubeconfig,
-                context=context,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.components[component]]),
+            s.component: ScalingAdapter(
+                s.name,
+                graph=plan.rendered,
+                component=plan.rendered.components[s.component],
+                autoscaler=s.autoscaler,
+                kubeconfig=args.kubeconfig,
+                context=args.context,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.components[s.component]]),
             )
-            for component, spec in checked_autoscalers(self.rendered, autoscalers or {}).items()
+            for s in plan.scaling
         }
         names = list(self.components)
         statuses = pulumi.Output.all(*[self.components[n].status for n in names]).apply(
-            lambda values: {n: (v or {}) for n, v in zip(names, values, strict=True)}
+            functools.partial(statuses_by_name, names)
         )
-        overall = statuses.apply(
-            lambda s: graph_status(
-                {
-                    n: ComponentStatus(
-                        bool(v.get("ready")),
-                        str(v.get("reason", "")),
-                        str(v.get("message", "")),
-                        waiting_for_checkpoint=bool(v.get("waitingForCheckpoint")),
-                    )
-                    for n, v in s.items()
-                }
-            ).to_dict()
-        )
+        overall = statuses.apply(overall_status)
         self.component_statuses = statuses
         self.state = overall.apply(lambda o: o["state"])
         self.conditions = overall.apply(lambda o: o["conditions"])
@@ -346,4 +311,32 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 "components": statuses,
                 "checkpoints": self.checkpoint_statuses,
             }
+        )
+
+    def _rendered_ready(self, components: tuple[str, ...]) -> pulumi.Output[RenderedGraph]:
+        """The graph rendered again with the observed readiness of these components' checkpoints (once
+        per set of checkpoints)."""
+        if components not in self._renders:
+            plan = self.plan
+            self._renders[components] = pulumi.Output.all(
+                *[self.checkpoints[c].ready for c in components]
+            ).apply(
+                lambda ready: plan.rendered_with({c: bool(r) for c, r in zip(components, ready, strict=True)})
+            )
+        return self._renders[components]
+
+    def _workload(
+        self, workload: WorkloadPlan, objects: pulumi.Input[list[Obj]], depends: list[pulumi.Resource]
+    ) -> ComponentWorkload:
+        return ComponentWorkload(
+            workload.name,
+            kubeconfig=self._kubeconfig,
+            context=self._context,
+            namespace=self.plan.rendered.namespace,
+            graph=self.plan.rendered.name,
+            component="",
+            objects=objects,
+            pull_secret_discovery=workload.pull_secret_discovery,
+            await_policy=workload.await_policy,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )

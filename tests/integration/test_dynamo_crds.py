@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
+from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
 from dynamo_infra.reconcile.kube import KubeClient, Obj
 from tests.conftest import REPO
 from tests.integration.conftest import make_stack, unique

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents, installable
+from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents, installable
 from dynamo_infra.api import v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key

@@ -31,7 +31,7 @@ import yaml
 from pulumi import automation as auto
 
 from components import load_graph
-from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents
+from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key

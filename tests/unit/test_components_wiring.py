@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import pytest
 
 from tests.unit.conftest import Mocks
 
@@ -26,6 +27,24 @@ def test_graph_creates_one_workload_per_component_and_shared_objects(mocks: Mock
         assert worker["replicasExternal"] is False
         shared_kinds = sorted(o["kind"] for o in workloads["g-shared"].inputs["objects"].values())
         assert shared_kinds == ["Role", "RoleBinding", "ServiceAccount"]
+        assert state == "successful"
+
+    return graph.state.apply(check)
+
+
+@pulumi.runtime.test
+def test_graph_inputs_as_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> Any:
+    from components import DynamoGraphDeployment, DynamoGraphDeploymentArgs
+
+    args = DynamoGraphDeploymentArgs(repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
+    graph = DynamoGraphDeployment("g", args)
+    with pytest.raises(TypeError, match="not both"):
+        DynamoGraphDeployment("h", args, namespace="other")
+    with pytest.raises(TypeError, match="kubeconfig is required"):
+        DynamoGraphDeployment("i", repo / "examples" / "agg.yaml")
+
+    def check(state: str) -> None:
+        assert {"g-frontend-workload", "g-shared"} <= {r.name for r in mocks.resources}
         assert state == "successful"
 
     return graph.state.apply(check)

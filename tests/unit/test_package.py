@@ -25,6 +25,7 @@ site = Path(sys.argv[1])
 for module in (components, dynamo_infra):
     assert Path(module.__file__).is_relative_to(site), module.__file__
 dgd = load_graph(Path(sys.argv[2]))
+assert dynamo_infra.load_graph is load_graph and dynamo_infra.StackConfig and components.plan_graph
 rendered = render_graph(dgd, ClusterOptions(), "team")
 print(len(rendered.all_objects()), "objects")
 doc = yaml.safe_load(Path(sys.argv[2]).read_text())

@@ -24,7 +24,7 @@ WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
 def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components.platform import Ownership, Platform
+    from components import Ownership, Platform
 
     provider = k8s.Provider("p", kubeconfig="kc")
     platform = Platform(
@@ -39,15 +39,15 @@ def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
 
     def check(_: object) -> None:
         by_type = {(r.typ, r.name): r.inputs for r in mocks.resources}
-        crd = by_type[(CRD_TYPE, "scaledobjects.keda.sh")]
+        crd = by_type[(CRD_TYPE, "platform-scaledobjects.keda.sh")]
         assert crd["spec"]["group"] == "keda.sh"
-        dwm = by_type[(CRD_TYPE, WORKER_METADATA_CRD)]
+        dwm = by_type[(CRD_TYPE, f"platform-{WORKER_METADATA_CRD}")]
         assert dwm["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "dynamo-infra-platform"
-        dc = by_type[("kubernetes:resource.k8s.io/v1:DeviceClass", "device-class")]
+        dc = by_type[("kubernetes:resource.k8s.io/v1:DeviceClass", "platform-device-class")]
         assert dc["metadata"]["name"] == "gpu.example.com"
         assert dc["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
         assert platform.crd_names == [WORKER_METADATA_CRD, "scaledobjects.keda.sh"]
-        ns = by_type[("kubernetes:core/v1:Namespace", "namespace")]
+        ns = by_type[("kubernetes:core/v1:Namespace", "platform-namespace")]
         assert ns["metadata"]["annotations"] == {"dynamo-infra.io/owner-stack": "dynamo-infra/local"}
 
     assert platform.device_class is not None and platform.namespace is not None
@@ -67,7 +67,7 @@ def test_missing_objects_make_a_component_not_ready() -> None:
 def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components.platform import Ownership, Platform
+    from components import Ownership, Platform
     from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
     theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}))
@@ -95,7 +95,7 @@ def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
 
 
 def test_ownership_of_existing_objects() -> None:
-    from components.platform import owned_by
+    from components.platform_plan import owned_by
 
     def obj(
         labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
@@ -116,7 +116,7 @@ def test_ownership_of_existing_objects() -> None:
 def test_the_dynamo_crd_set_is_always_installed_once(mocks: Mocks, crds: tuple[str, ...]) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components.platform import Ownership, Platform
+    from components import Ownership, Platform
 
     platform = Platform(
         "platform",
@@ -130,7 +130,7 @@ def test_the_dynamo_crd_set_is_always_installed_once(mocks: Mocks, crds: tuple[s
 
     def check(_: object) -> None:
         names = [r.name for r in mocks.resources if r.typ == CRD_TYPE]
-        assert names.count(WORKER_METADATA_CRD) == 1
+        assert names.count(f"platform-{WORKER_METADATA_CRD}") == 1
 
     return pulumi.Output.all(*[r.urn for r in platform.crds]).apply(check)
 
@@ -141,7 +141,7 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
 ) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components.platform import Ownership, Platform
+    from components import Ownership, Platform
 
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **kw: said.append(message))
@@ -166,7 +166,7 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
 
 
 def test_ownership_of_existing_dynamo_crds() -> None:
-    from components.platform import crd_owner
+    from components.platform_plan import crd_owner
 
     def crd(labels: dict[str, str] | None = None, *managers: str) -> dict[str, Any]:
         fields = [{"manager": m, "operation": "Apply"} for m in managers]
@@ -185,7 +185,7 @@ def test_ownership_of_existing_dynamo_crds() -> None:
 
 
 def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> None:
-    from components.platform import installable
+    from components.platform_plan import installable
 
     text = (corpus / "crds" / "dynamo" / "nvidia.com_dynamographdeployments.yaml").read_text()
     (dgd,) = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]

@@ -1,0 +1,208 @@
+"""plan_graph: the child resources a DynamoGraphDeployment declares, with their inputs.
+
+Pure (no Pulumi): the graph loaded, checked and rendered once; `DynamoGraphDeployment` creates what
+the plan lists, in its order (claims, shared objects, checkpoints, the Grove PodCliqueSet,
+components, autoscalers), and wires the outputs that depend on a checkpoint's readiness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem
+from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.graph_source import GraphSource, load_graph
+from dynamo_infra.reconcile.kube import Obj
+from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
+from dynamo_infra.render.names import LABEL_COMPONENT
+from dynamo_infra.render.preflight import unmet_needs
+
+# A ComponentWorkload's `await` input: {"mode": "wait"|"skip", "timeoutSeconds": int}.
+AwaitPolicy = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    """A PersistentVolumeClaim: `manifest` to create when missing, None for a claim that must exist."""
+
+    name: str
+    claim_name: str
+    manifest: Obj | None
+    delete_on_destroy: bool
+    await_policy: AwaitPolicy
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    """Objects of the graph as a whole (shared objects, the Grove PodCliqueSet): one ComponentWorkload."""
+
+    name: str
+    objects: tuple[Obj, ...]
+    await_policy: AwaitPolicy
+    pull_secret_discovery: bool = False
+    # Checkpoints whose readiness the objects are rendered again with (empty: as planned).
+    checkpoints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """The DGD-managed DynamoCheckpoint of one component; `wait` blocks the `up` until it is Ready."""
+
+    name: str
+    component: str
+    checkpoint: Obj
+    wait: bool
+    timeout_seconds: int
+
+
+@dataclass(frozen=True)
+class ComponentPlan:
+    """A DynamoComponentDeployment. With `checkpoints`, its status (and, unless the PodCliqueSet holds its
+    pods, its objects: `rerender_objects`) come from the graph rendered again with their readiness."""
+
+    name: str
+    rendered: RenderedComponent
+    checkpoints: tuple[str, ...] = ()
+    rerender_objects: bool = False
+
+
+@dataclass(frozen=True)
+class ScalingPlan:
+    """The autoscaler (ScalingAdapter) that owns one component's replicas."""
+
+    name: str
+    component: str
+    autoscaler: Autoscaler
+
+
+@dataclass(frozen=True)
+class GraphPlan:
+    dgd: AnyDGD
+    options: ClusterOptions
+    # The namespace asked for (None: the options' namespace), as render_graph takes it.
+    namespace: str | None
+    rendered: RenderedGraph
+    claims: tuple[ClaimPlan, ...]
+    shared: WorkloadPlan | None
+    checkpoints: tuple[CheckpointPlan, ...]
+    podcliqueset: WorkloadPlan | None
+    components: tuple[ComponentPlan, ...]
+    scaling: tuple[ScalingPlan, ...]
+
+    def rendered_with(self, ready: Mapping[str, bool]) -> RenderedGraph:
+        """The graph rendered again with the observed readiness of some components' checkpoints."""
+        return render_graph(self.dgd, self.options, self.namespace, checkpoint_ready=dict(ready))
+
+
+def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Obj]:
+    """The graph's DGD-managed DynamoCheckpoints by the component they capture."""
+    return {str(o["metadata"]["labels"][LABEL_COMPONENT]): o for o in rendered.checkpoints}
+
+
+def checked_autoscalers(
+    rendered: RenderedGraph, autoscalers: Mapping[str, Autoscaler]
+) -> dict[str, Autoscaler]:
+    """Autoscalers only for components that exist and hand their replicas over (`scalingAdapter`)."""
+    problems = []
+    for component in autoscalers:
+        c = rendered.components.get(component)
+        if c is None:
+            problems.append(
+                Problem(f"autoscalers.{component}", f"graph {rendered.name} has no component {component!r}")
+            )
+        elif not c.scaling_adapter:
+            problems.append(
+                Problem(
+                    f"autoscalers.{component}",
+                    "the component must set scalingAdapter so the autoscaler owns its replicas",
+                )
+            )
+    if problems:
+        raise DynamoValidationError(problems)
+    return dict(autoscalers)
+
+
+def plan_graph(
+    name: str,
+    graph: GraphSource,
+    options: ClusterOptions | None = None,
+    namespace: str | None = None,
+    *,
+    delete_pvcs_on_destroy: bool = False,
+    autoscalers: Mapping[str, Autoscaler] | None = None,
+) -> GraphPlan:
+    """The plan of graph `name`. DynamoValidationError for a graph that cannot run without the operator
+    (`render.preflight`) or autoscalers of components that do not hand their replicas over."""
+    options = options or ClusterOptions()
+    dgd = load_graph(graph)
+    unmet = unmet_needs(dgd)
+    if unmet:
+        raise DynamoValidationError(unmet)
+    rendered = render_graph(dgd, options, namespace)
+    awaited = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
+    # Objects of the graph as a whole are applied, never awaited.
+    not_awaited = {"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds}
+    claims = [
+        ClaimPlan(f"{name}-pvc-{claim}", claim, manifest, delete_pvcs_on_destroy, awaited)
+        for claim, manifest in [
+            *((str(m["metadata"]["name"]), m) for m in rendered.pvcs),
+            *((n, None) for n in rendered.required_pvcs),
+        ]
+    ]
+    shared = WorkloadPlan(f"{name}-shared", rendered.shared, not_awaited) if rendered.shared else None
+    checkpoints = tuple(
+        CheckpointPlan(
+            f"{name}-checkpoint-{component.lower()}",
+            component,
+            obj,
+            # Only WaitForCheckpoint components wait for the capture (and not where nothing runs pods).
+            wait=rendered.components[component].waiting_for_checkpoint
+            and options.await_policy.mode != "skip",
+            timeout_seconds=options.checkpoint.timeout_seconds,
+        )
+        for component, obj in checkpoint_owners(rendered).items()
+    )
+    every_checkpoint = tuple(c.component for c in checkpoints)
+    # Grove: one PodCliqueSet runs every component, rendered once every checkpoint's readiness is known;
+    # the components hold their Services.
+    podcliqueset = (
+        WorkloadPlan(
+            f"{name}-podcliqueset",
+            rendered.workloads,
+            not_awaited,
+            pull_secret_discovery=True,
+            checkpoints=every_checkpoint,
+        )
+        if rendered.workloads
+        else None
+    )
+    components = tuple(
+        ComponentPlan(f"{name}-{c.name.lower()}", c)
+        if c.name not in every_checkpoint
+        else ComponentPlan(
+            f"{name}-{c.name.lower()}",
+            c,
+            checkpoints=every_checkpoint if podcliqueset else (c.name,),
+            rerender_objects=podcliqueset is None,
+        )
+        for c in rendered.components.values()
+    )
+    scaling = tuple(
+        ScalingPlan(f"{name}-{component.lower()}-scaling", component, spec)
+        for component, spec in checked_autoscalers(rendered, autoscalers or {}).items()
+    )
+    return GraphPlan(
+        dgd,
+        options,
+        namespace,
+        rendered,
+        tuple(claims),
+        shared,
+        checkpoints,
+        podcliqueset,
+        components,
+        scaling,
+    )

@@ -1,0 +1,375 @@
+"""plan_platform: the objects of the cluster layer (what the operator's Helm chart and its dependencies
+would install), as pulumi-kubernetes resources with their inputs. Pure (no Pulumi).
+
+The namespace and the service accounts are created and deleted by the stack that created them
+(annotation OWNER_ANNOTATION); one that already exists and belongs to a user or another stack is
+used as it is, never modified nor deleted (see `owned_by`). The service accounts (with their RBAC)
+that planner and EPP pods run as; the Dynamo runtime's CRDs (`stacks/crds/dynamo/`, always); the
+third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
+
+A Dynamo CRD that exists and was not installed by dynamo-infra (a Helm-installed operator's) is used
+as it is, never applied nor deleted (see `crd_owner`). CRDs are never deleted by `pulumi destroy`
+(`retain_on_delete`): deleting a CRD deletes every custom resource of its kind in the whole
+cluster, other stacks' and other tools' included. The DeviceClass holds no data and is deleted with
+the stack.
+
+Children are named `<platform>-<object>`, so two platforms coexist in one program; the platform
+named LEGACY_PLATFORM_NAME (the program's) keeps its children's earlier unprefixed names as aliases,
+so existing stacks neither replace nor delete them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dynamo_infra.platform_options import DYNAMO_CRD_SET
+from dynamo_infra.reconcile.kube import Obj
+from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+
+# Where the shipped CRD sets live, relative to the Pulumi project (the program's working directory).
+DEFAULT_CRD_DIR = Path("stacks") / "crds"
+# DRA driver whose devices the DeviceClass selects (the NVIDIA GPU DRA driver).
+DRA_DRIVER = "gpu.nvidia.com"
+DEVICE_CLASS_API_VERSION = "resource.k8s.io/v1"
+# One server-side-apply field manager for cluster-wide objects, whichever stack applies them: two
+# stacks on one cluster share CRDs and DeviceClass instead of conflicting over them.
+CLUSTER_FIELD_MANAGER = "dynamo-infra-platform"
+# pulumi-kubernetes reads the field manager from this annotation (instead of a per-resource random one).
+FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
+# Label naming the tool that manages an object.
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+# Labels on what the platform layer creates.
+MANAGED_BY = {MANAGED_BY_LABEL: "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
+# API groups whose CRD conversion webhooks only the Dynamo operator serves: installed without them.
+OPERATOR_WEBHOOK_GROUPS = frozenset({"nvidia.com"})
+# API version of CustomResourceDefinitions.
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+# On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
+# that manages (and may delete) them.
+OWNER_ANNOTATION = "dynamo-infra.io/owner-stack"
+
+# What the planner reads and scales: pods and metrics endpoints, Dynamo graphs and their adapters.
+PLANNER_RULES = [
+    {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["apps"],
+        "resources": ["deployments", "deployments/scale"],
+        "verbs": ["get", "list", "watch", "patch", "update"],
+    },
+    {
+        "apiGroups": ["nvidia.com"],
+        "resources": [
+            "dynamographdeployments",
+            "dynamographdeploymentscalingadapters",
+            "dynamocomponentdeployments",
+        ],
+        "verbs": ["get", "list", "watch", "patch", "update"],
+    },
+]
+# What the endpoint picker watches: pods and endpoint slices of the pool, the InferencePool itself.
+EPP_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["inference.networking.k8s.io"],
+        "resources": ["inferencepools"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {"apiGroups": ["nvidia.com"], "resources": ["dynamoworkermetadatas"], "verbs": ["get", "list", "watch"]},
+]
+
+
+# The service accounts graphs' pods run as, with their rules.
+PLATFORM_RULES: Mapping[str, list[dict[str, Any]]] = {
+    PLANNER_SERVICE_ACCOUNT: PLANNER_RULES,
+    EPP_SERVICE_ACCOUNT: EPP_RULES,
+}
+PLATFORM_ACCOUNTS = frozenset(PLATFORM_RULES)
+
+
+def without_descriptions(schema: Any) -> Any:
+    """An OpenAPI schema without its `description`s (as controller-gen's `maxDescLen=0` writes it).
+
+    Only schema keywords are touched: a property *named* `description`, and `default`/`example`
+    values, are kept.
+    """
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {k: without_descriptions(v) for k, v in value.items()}
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            out[key] = [without_descriptions(v) for v in value]
+        elif key in _SCHEMA_VALUES:
+            out[key] = (
+                [without_descriptions(v) for v in value]
+                if isinstance(value, list)
+                else without_descriptions(value)
+            )
+        else:
+            out[key] = value
+    return out
+
+
+# JSONSchemaProps keywords holding schemas: by name, in lists, or directly (or a list / bool).
+_SCHEMA_MAPS = ("properties", "patternProperties", "definitions", "dependencies")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
+
+
+def without_operator_webhook(spec: dict[str, Any]) -> dict[str, Any]:
+    """A CRD spec whose conversion webhook only the Dynamo operator serves, converting with strategy
+    None instead (nothing serves the webhook without the operator: every read of another version fails)."""
+    conversion = spec.get("conversion") or {}
+    if spec.get("group") in OPERATOR_WEBHOOK_GROUPS and conversion.get("strategy") == "Webhook":
+        return {**spec, "conversion": {"strategy": "None"}}
+    return spec
+
+
+def installable(crd: dict[str, Any]) -> dict[str, Any]:
+    """The CRD as the platform installs it: schema descriptions dropped, server-written status left
+    out, no conversion webhook of the Dynamo operator."""
+    spec = dict(crd["spec"])
+    spec["versions"] = [
+        {
+            **v,
+            "schema": {
+                **v["schema"],
+                "openAPIV3Schema": without_descriptions(v["schema"]["openAPIV3Schema"]),
+            },
+        }
+        if (v.get("schema") or {}).get("openAPIV3Schema")
+        else v
+        for v in spec.get("versions") or []
+    ]
+    return {
+        "apiVersion": crd["apiVersion"],
+        "kind": crd["kind"],
+        "metadata": shared(crd["metadata"]),
+        "spec": without_operator_webhook(spec),
+    }
+
+
+def shared(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Metadata of a cluster-wide object: applied under CLUSTER_FIELD_MANAGER."""
+    annotations = {**(metadata.get("annotations") or {}), FIELD_MANAGER_ANNOTATION: CLUSTER_FIELD_MANAGER}
+    return {**metadata, "annotations": annotations}
+
+
+@functools.cache
+def crd_documents(crd_dir: Path, crd_set: str) -> tuple[dict[str, Any], ...]:
+    """The CustomResourceDefinitions of one shipped set (every YAML document of its folder; read once)."""
+    files = sorted((crd_dir / crd_set).glob("*.yaml"))
+    if not files:
+        raise FileNotFoundError(f"{crd_dir / crd_set} holds no CRD files")
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    docs = [d for f in files for d in yaml.load_all(f.read_text(), Loader=loader) if d]
+    for d in docs:
+        if d.get("kind") != "CustomResourceDefinition":
+            raise ValueError(f"{crd_dir / crd_set}: {d.get('kind')} is not a CustomResourceDefinition")
+    return tuple(docs)
+
+
+def dynamo_crd_names(crd_dir: Path = DEFAULT_CRD_DIR) -> list[str]:
+    """Names of the Dynamo runtime's CRDs every stack installs."""
+    return [str(d["metadata"]["name"]) for d in crd_documents(crd_dir, DYNAMO_CRD_SET)]
+
+
+def crd_stub(name: str) -> Obj:
+    return {"apiVersion": CRD_API_VERSION, "kind": "CustomResourceDefinition", "metadata": {"name": name}}
+
+
+def crd_owner(live: Obj | None) -> str | None:
+    """Who else manages this CRD; None when the platform does: the CRD is absent (the platform installs
+    it), or applied by CLUSTER_FIELD_MANAGER and labelled as managed by no other tool."""
+    if live is None:
+        return None
+    meta = live.get("metadata") or {}
+    managed_by = (meta.get("labels") or {}).get(MANAGED_BY_LABEL)
+    if managed_by is not None and managed_by != MANAGED_BY[MANAGED_BY_LABEL]:
+        return f"managed by {managed_by}"
+    # Writers of the object itself (the API server's status updates left out).
+    managers = sorted(
+        {str(m.get("manager")) for m in meta.get("managedFields") or [] if not m.get("subresource")}
+    )
+    if CLUSTER_FIELD_MANAGER in managers:
+        return None
+    return f"applied by {', '.join(managers)}" if managers else "installed by another tool"
+
+
+def owned_by(live: Obj | None, stack: str) -> bool:
+    """Whether `stack` manages this namespace-level object: it does not exist yet (the stack creates
+    it), the stack created it, or dynamo-infra created it before owners were recorded. Anyone else's
+    (a user's, another stack's) is only used."""
+    if live is None:
+        return True
+    meta = live.get("metadata") or {}
+    owner = (meta.get("annotations") or {}).get(OWNER_ANNOTATION)
+    if owner is not None:
+        return bool(owner == stack)
+    managed_by = (meta.get("labels") or {}).get("app.kubernetes.io/managed-by")
+    return bool(managed_by == MANAGED_BY["app.kubernetes.io/managed-by"])
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """What of the platform's namespace-level objects one stack manages."""
+
+    # `<project>/<stack>`.
+    stack: str
+    namespace: bool = True
+    # Service accounts (each with its Role and RoleBinding) the stack manages.
+    accounts: frozenset[str] = PLATFORM_ACCOUNTS
+    # Dynamo CRDs another tool installed (name: who manages it): used as they are, never applied.
+    foreign_crds: Mapping[str, str] = field(default_factory=dict)
+
+
+def device_class_manifest(name: str) -> dict[str, Any]:
+    """The DRA DeviceClass graphs' ResourceClaimTemplates request: every device of the GPU driver."""
+    return {
+        "metadata": shared({"name": name, "labels": MANAGED_BY}),
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+
+
+# The name the program's platform has always had; its children were named without a prefix.
+LEGACY_PLATFORM_NAME = "platform"
+
+
+@dataclass(frozen=True)
+class PlatformArgs:
+    """The inputs of a Platform (besides its Kubernetes provider).
+
+    `ownership` says which of the namespace and service accounts this stack creates and owns; the
+    others exist already and belong to a user or another stack: untouched and never deleted.
+    `keep_namespace` retains an owned namespace on destroy (it holds claims whose data is kept);
+    `crds` names shipped CRD sets (folders of `crd_dir`), retained on destroy; `device_class` names
+    the DeviceClass to create (None: none).
+    """
+
+    namespace: str
+    ownership: Ownership
+    keep_namespace: bool = False
+    crds: Sequence[str] = ()
+    crd_dir: Path = DEFAULT_CRD_DIR
+    device_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Alias:
+    """An earlier name of a child: under the platform, or (`at_root`) at the stack's top level."""
+
+    name: str
+    at_root: bool = False
+
+
+@dataclass(frozen=True)
+class ChildPlan:
+    """One pulumi-kubernetes resource: its name, earlier names, and its metadata and other inputs."""
+
+    name: str
+    aliases: tuple[Alias, ...]
+    metadata: Obj
+    inputs: Obj = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AccountPlan:
+    """A service account with its Role and RoleBinding (three resources of one name)."""
+
+    name: str
+    aliases: tuple[Alias, ...]
+    account: str
+    metadata: Obj
+    rules: list[dict[str, Any]]
+    subjects: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PlatformPlan:
+    # The namespace, when the stack owns it (retained on destroy when `keep_namespace`).
+    namespace: ChildPlan | None
+    keep_namespace: bool
+    crds: tuple[ChildPlan, ...]
+    device_class: ChildPlan | None
+    accounts: tuple[AccountPlan, ...]
+    # What the `up` says about Dynamo CRDs another tool installed.
+    messages: tuple[str, ...]
+    outputs: Obj
+
+
+def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
+    """The children of platform `name`."""
+    ownership = args.ownership
+    legacy = name == LEGACY_PLATFORM_NAME
+
+    def aliases(old: str, *more: Alias) -> tuple[Alias, ...]:
+        return (Alias(old), *more) if legacy else ()
+
+    owned = {"labels": MANAGED_BY, "annotations": {OWNER_ANNOTATION: ownership.stack}}
+    namespace = (
+        ChildPlan(
+            f"{name}-namespace",
+            # Stacks from before the platform layer had the namespace at the top level.
+            aliases("namespace", Alias("namespace", at_root=True)),
+            {"name": args.namespace, **owned},
+        )
+        if ownership.namespace
+        else None
+    )
+    sets = [DYNAMO_CRD_SET, *(s for s in args.crds if s != DYNAMO_CRD_SET)]
+    docs = [
+        doc
+        for crd_set in sets
+        for doc in crd_documents(args.crd_dir, crd_set)
+        if doc["metadata"]["name"] not in ownership.foreign_crds
+    ]
+    crds = tuple(
+        ChildPlan(
+            f"{name}-{crd['metadata']['name']}",
+            aliases(crd["metadata"]["name"]),
+            crd["metadata"],
+            {"spec": crd["spec"]},
+        )
+        for crd in (installable(doc) for doc in docs)
+    )
+    device_class = None
+    if args.device_class:
+        manifest = device_class_manifest(args.device_class)
+        device_class = ChildPlan(
+            f"{name}-device-class", aliases("device-class"), manifest["metadata"], {"spec": manifest["spec"]}
+        )
+    accounts = tuple(
+        AccountPlan(
+            f"{name}-{account}",
+            aliases(account),
+            account,
+            {"name": account, "namespace": args.namespace, **owned},
+            rules,
+            [{"kind": "ServiceAccount", "name": account, "namespace": args.namespace}],
+        )
+        for account, rules in PLATFORM_RULES.items()
+        if account in ownership.accounts
+    )
+    messages = tuple(
+        f"CRD {crd_name} exists, {owner}: used as it is (never applied nor deleted by this stack)"
+        for crd_name, owner in sorted(ownership.foreign_crds.items())
+    )
+    outputs = {
+        "namespace": args.namespace,
+        "namespaceOwned": namespace is not None,
+        "crds": [str(c.metadata["name"]) for c in crds],
+        "crdsUsedAsTheyAre": sorted(ownership.foreign_crds),
+        "deviceClass": args.device_class,
+    }
+    return PlatformPlan(namespace, args.keep_namespace, crds, device_class, accounts, messages, outputs)

@@ -1,0 +1,141 @@
+"""StackConfig: every `dynamo-infra:*` key of a stack, read and checked in one place.
+
+Each problem is a StackConfigError whose message names the key (`dynamo-infra:graphs[1]: ...`); the
+program fails with that message as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from dynamo_infra.api import AnyDGD, DynamoValidationError
+from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.config import ClusterOptions
+from dynamo_infra.graph_source import load_graph
+from dynamo_infra.platform_options import PlatformOptions
+from dynamo_infra.render import render_graph
+
+# The stack configuration namespace of every key.
+CONFIG_NAMESPACE = "dynamo-infra"
+
+
+class StackConfigError(ValueError):
+    """A stack configuration value the program cannot use; the message names its key."""
+
+
+class ConfigReader(Protocol):
+    """What is read of a `pulumi.Config("dynamo-infra")` (values already parsed from YAML)."""
+
+    def get(self, key: str) -> str | None: ...
+
+    def get_bool(self, key: str) -> bool | None: ...
+
+    def get_object(self, key: str) -> Any: ...
+
+
+def key(name: str) -> str:
+    return f"{CONFIG_NAMESPACE}:{name}"
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """A stack's configuration: how to reach the cluster, its options, its graphs and their autoscalers."""
+
+    # The kubeconfig's content (from `kubeconfig`, or the file `kubeconfigPath` names).
+    kubeconfig: str = field(repr=False)
+    # The key the kubeconfig came from, to name it in connection errors.
+    kubeconfig_key: str
+    context: str | None
+    cluster: ClusterOptions
+    platform: PlatformOptions
+    graphs: tuple[AnyDGD, ...]
+    # Per graph and component: the autoscaler that owns its replicas.
+    autoscalers: Mapping[str, Mapping[str, Autoscaler]]
+    # Opt-in: `pulumi destroy` also deletes the claims (and the data) the graphs created.
+    delete_pvcs_on_destroy: bool
+
+    @classmethod
+    def from_config(cls, config: ConfigReader) -> StackConfig:
+        """Every key read and checked, in this order: cluster, platform, kubeconfig, graphs, autoscalers."""
+        cluster = read_cluster(config)
+        platform = read_platform(config, cluster)
+        kubeconfig_key, kubeconfig = read_kubeconfig(config)
+        graphs = read_graphs(config)
+        return cls(
+            kubeconfig=kubeconfig,
+            kubeconfig_key=kubeconfig_key,
+            context=config.get("context"),
+            cluster=cluster,
+            platform=platform,
+            graphs=graphs,
+            autoscalers=read_autoscalers(config, graphs),
+            delete_pvcs_on_destroy=config.get_bool("deletePvcsOnDestroy") or False,
+        )
+
+    def keeps_namespace(self) -> bool:
+        """Whether the namespace outlives the stack: a graph creates or uses claims, whose data is kept
+        (claims the stack did not create always; those it did unless opted in)."""
+        namespace = self.cluster.namespace
+        return any(
+            r.pvcs or r.required_pvcs for r in (render_graph(d, self.cluster, namespace) for d in self.graphs)
+        )
+
+
+def read_cluster(config: ConfigReader) -> ClusterOptions:
+    try:
+        return ClusterOptions.from_config(config.get_object("cluster") or {})
+    except DynamoValidationError as e:
+        raise StackConfigError(str(e.with_prefix(key("cluster")))) from None
+
+
+def read_platform(config: ConfigReader, cluster: ClusterOptions) -> PlatformOptions:
+    try:
+        return PlatformOptions.from_config(config.get_object("platform"), cluster)
+    except DynamoValidationError as e:
+        raise StackConfigError(str(e)) from None
+
+
+def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:
+    """The key the kubeconfig comes from and its content (`kubeconfig` wins over `kubeconfigPath`)."""
+    text = config.get("kubeconfig")
+    if text is not None:
+        return key("kubeconfig"), text
+    path_value = config.get("kubeconfigPath")
+    if not path_value:
+        raise StackConfigError(f"set {key('kubeconfig')} (secret content) or {key('kubeconfigPath')}")
+    path = Path(path_value).expanduser()
+    if not path.exists():
+        raise StackConfigError(f"{key('kubeconfigPath')}: {path} does not exist (is the cluster up?)")
+    return key("kubeconfigPath"), path.read_text()
+
+
+def read_graphs(config: ConfigReader) -> tuple[AnyDGD, ...]:
+    graphs = []
+    for i, source in enumerate(config.get_object("graphs") or []):
+        try:
+            graphs.append(load_graph(str(source)))
+        except DynamoValidationError as e:
+            raise StackConfigError(str(e if e.source else e.with_prefix(key(f"graphs[{i}]")))) from None
+    return tuple(graphs)
+
+
+def read_autoscalers(config: ConfigReader, graphs: tuple[AnyDGD, ...]) -> dict[str, dict[str, Autoscaler]]:
+    """`{graph: {component: {kind: hpa|keda, maxReplicas, ...}}}`, for graphs of `graphs` only."""
+    autoscalers: dict[str, dict[str, Autoscaler]] = {}
+    for graph_name, per_component in (config.get_object("autoscalers") or {}).items():
+        for component, spec in (per_component or {}).items():
+            try:
+                autoscalers.setdefault(graph_name, {})[component] = Autoscaler.parse(spec)
+            except DynamoValidationError as e:
+                raise StackConfigError(
+                    str(e.with_prefix(key(f"autoscalers.{graph_name}.{component}")))
+                ) from None
+    unknown = sorted(set(autoscalers) - {d.name for d in graphs})
+    if unknown:
+        raise StackConfigError(
+            f"{key('autoscalers')}: no graph named {', '.join(unknown)} in {key('graphs')}"
+        )
+    return autoscalers
