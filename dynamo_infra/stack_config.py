@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from dynamo_infra.api import AnyDGD, DynamoValidationError
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
@@ -22,7 +23,7 @@ from dynamo_infra.render import render_graph
 CONFIG_NAMESPACE = "dynamo-infra"
 
 
-class StackConfigError(ValueError):
+class StackConfigError(DynamoInfraError, ValueError):
     """A stack configuration value the program cannot use; the message names its key."""
 
 
