@@ -7,8 +7,8 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
-from dynamo_infra.reconcile.kube import Obj
 from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
 
 
@@ -28,7 +28,7 @@ class Checkpoint(Resource):
     def __init__(
         self,
         name: str,
-        checkpoint: Obj,
+        checkpoint: Manifest,
         *,
         kubeconfig: pulumi.Input[str],
         context: str | None = None,

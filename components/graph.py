@@ -15,9 +15,10 @@ from components.pvc import PersistentVolumeClaim
 from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
-from dynamo_infra.reconcile.kube import Obj, object_key
+from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
@@ -40,7 +41,7 @@ def with_waiting(values: list[Any]) -> dict[str, Any]:
     return {**status, "waitingForCheckpoint": True} if waiting else status
 
 
-def objects_of(component: str, rendered: RenderedGraph) -> list[Obj]:
+def objects_of(component: str, rendered: RenderedGraph) -> list[Manifest]:
     return list(rendered.components[component].objects)
 
 
@@ -66,7 +67,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         kubeconfig: pulumi.Input[str],
         context: str | None,
         options: ClusterOptions,
-        objects: pulumi.Input[list[Obj]] | None = None,
+        objects: pulumi.Input[list[Manifest]] | None = None,
         waiting: pulumi.Input[bool] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -326,7 +327,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         return self._renders[components]
 
     def _workload(
-        self, workload: WorkloadPlan, objects: pulumi.Input[list[Obj]], depends: list[pulumi.Resource]
+        self, workload: WorkloadPlan, objects: pulumi.Input[list[Manifest]], depends: list[pulumi.Resource]
     ) -> ComponentWorkload:
         return ComponentWorkload(
             workload.name,

@@ -13,9 +13,9 @@ from typing import Any
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource, load_graph
-from dynamo_infra.reconcile.kube import Obj
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.preflight import unmet_needs
@@ -30,7 +30,7 @@ class ClaimPlan:
 
     name: str
     claim_name: str
-    manifest: Obj | None
+    manifest: Manifest | None
     delete_on_destroy: bool
     await_policy: AwaitPolicy
 
@@ -40,7 +40,7 @@ class WorkloadPlan:
     """Objects of the graph as a whole (shared objects, the Grove PodCliqueSet): one ComponentWorkload."""
 
     name: str
-    objects: tuple[Obj, ...]
+    objects: tuple[Manifest, ...]
     await_policy: AwaitPolicy
     pull_secret_discovery: bool = False
     # Checkpoints whose readiness the objects are rendered again with (empty: as planned).
@@ -53,7 +53,7 @@ class CheckpointPlan:
 
     name: str
     component: str
-    checkpoint: Obj
+    checkpoint: Manifest
     wait: bool
     timeout_seconds: int
 
@@ -97,7 +97,7 @@ class GraphPlan:
         return render_graph(self.dgd, self.options, self.namespace, checkpoint_ready=dict(ready))
 
 
-def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Obj]:
+def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Manifest]:
     """The graph's DGD-managed DynamoCheckpoints by the component they capture."""
     return {str(o["metadata"]["labels"][LABEL_COMPONENT]): o for o in rendered.checkpoints}
 

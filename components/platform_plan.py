@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.platform_options import DYNAMO_CRD_SET
-from dynamo_infra.reconcile.kube import Obj
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
@@ -185,11 +185,11 @@ def dynamo_crd_names(crd_dir: Path = DEFAULT_CRD_DIR) -> list[str]:
     return [str(d["metadata"]["name"]) for d in crd_documents(crd_dir, DYNAMO_CRD_SET)]
 
 
-def crd_stub(name: str) -> Obj:
+def crd_stub(name: str) -> Manifest:
     return {"apiVersion": CRD_API_VERSION, "kind": "CustomResourceDefinition", "metadata": {"name": name}}
 
 
-def crd_owner(live: Obj | None) -> str | None:
+def crd_owner(live: Manifest | None) -> str | None:
     """Who else manages this CRD; None when the platform does: the CRD is absent (the platform installs
     it), or applied by CLUSTER_FIELD_MANAGER and labelled as managed by no other tool."""
     if live is None:
@@ -207,7 +207,7 @@ def crd_owner(live: Obj | None) -> str | None:
     return f"applied by {', '.join(managers)}" if managers else "installed by another tool"
 
 
-def owned_by(live: Obj | None, stack: str) -> bool:
+def owned_by(live: Manifest | None, stack: str) -> bool:
     """Whether `stack` manages this namespace-level object: it does not exist yet (the stack creates
     it), the stack created it, or dynamo-infra created it before owners were recorded. Anyone else's
     (a user's, another stack's) is only used."""
@@ -279,8 +279,8 @@ class ChildPlan:
 
     name: str
     aliases: tuple[Alias, ...]
-    metadata: Obj
-    inputs: Obj = field(default_factory=dict)
+    metadata: Manifest
+    inputs: Manifest = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -290,7 +290,7 @@ class AccountPlan:
     name: str
     aliases: tuple[Alias, ...]
     account: str
-    metadata: Obj
+    metadata: Manifest
     rules: list[dict[str, Any]]
     subjects: list[dict[str, Any]]
 
@@ -305,7 +305,7 @@ class PlatformPlan:
     accounts: tuple[AccountPlan, ...]
     # What the `up` says about Dynamo CRDs another tool installed.
     messages: tuple[str, ...]
-    outputs: Obj
+    outputs: Manifest
 
 
 def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:

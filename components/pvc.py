@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
-from dynamo_infra.reconcile.kube import Obj
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 
 
@@ -29,7 +29,7 @@ class PersistentVolumeClaim(Resource):
         context: str | None,
         namespace: str,
         claim_name: str,
-        manifest: Obj | None,
+        manifest: Manifest | None,
         delete_on_destroy: bool = False,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,

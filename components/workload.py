@@ -7,11 +7,12 @@ from typing import Any, cast
 import pulumi
 from pulumi.dynamic import Resource
 
-from dynamo_infra.reconcile.kube import Obj, object_key
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 
 
-def keyed(objects: list[Obj]) -> dict[str, Obj]:
+def keyed(objects: list[Manifest]) -> dict[str, Manifest]:
     """Objects by `apiVersion/kind/namespace/name`."""
     return {object_key(o): o for o in objects}
 
@@ -37,10 +38,10 @@ class ComponentWorkload(Resource):
         namespace: str,
         graph: str,
         component: str,
-        objects: pulumi.Input[list[Obj]],
+        objects: pulumi.Input[list[Manifest]],
         replicas_external: bool = False,
         pull_secret_discovery: bool = False,
-        observe: list[Obj] | None = None,
+        observe: list[Manifest] | None = None,
         scale: dict[str, int] | None = None,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
@@ -53,7 +54,7 @@ class ComponentWorkload(Resource):
             "component": component,
             "objects": pulumi.Output.from_input(objects).apply(keyed)
             if isinstance(objects, pulumi.Output)
-            else keyed(cast(list[Obj], objects)),
+            else keyed(cast(list[Manifest], objects)),
             "observe": {object_key(o): o for o in observe or []},
             "scale": scale or None,
             "replicasExternal": replicas_external,

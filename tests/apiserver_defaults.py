@@ -9,9 +9,8 @@ the integration tests compare against objects read back from a real API server i
 from __future__ import annotations
 
 import copy
-from typing import Any
 
-Obj = dict[str, Any]
+from dynamo_infra.api.manifest import Manifest
 
 PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}
 # Projected / configMap / secret / downwardAPI volumes default to mode 0644.
@@ -26,7 +25,7 @@ def _pull_policy(image: str | None) -> str:
     return "Always" if tag == "latest" else "IfNotPresent"
 
 
-def _probe(p: Obj | None) -> Obj | None:
+def _probe(p: Manifest | None) -> Manifest | None:
     if not p:
         return p
     out = {**PROBE_DEFAULTS, **p}
@@ -37,7 +36,7 @@ def _probe(p: Obj | None) -> Obj | None:
     return out
 
 
-def _env(env: list[Obj] | None) -> list[Obj] | None:
+def _env(env: list[Manifest] | None) -> list[Manifest] | None:
     if env is None:
         return None
     out = []
@@ -49,7 +48,7 @@ def _env(env: list[Obj] | None) -> list[Obj] | None:
     return out
 
 
-def container(c: Obj) -> Obj:
+def container(c: Manifest) -> Manifest:
     out = {
         "imagePullPolicy": _pull_policy(c.get("image")),
         "terminationMessagePath": "/dev/termination-log",
@@ -67,7 +66,7 @@ def container(c: Obj) -> Obj:
     return out
 
 
-def _volume(v: Obj) -> Obj:
+def _volume(v: Manifest) -> Manifest:
     for kind in ("configMap", "secret", "downwardAPI"):
         if kind in v:
             src = {"defaultMode": DEFAULT_MODE, **v[kind]}
@@ -80,7 +79,7 @@ def _volume(v: Obj) -> Obj:
     return v
 
 
-def pod_spec(spec: Obj) -> Obj:
+def pod_spec(spec: Manifest) -> Manifest:
     out = {
         "dnsPolicy": "ClusterFirst",
         "restartPolicy": "Always",
@@ -99,7 +98,7 @@ def pod_spec(spec: Obj) -> Obj:
     return out
 
 
-def deployment(d: Obj) -> Obj:
+def deployment(d: Manifest) -> Manifest:
     out = copy.deepcopy(d)
     spec = out["spec"]
     spec.setdefault("replicas", 1)
@@ -112,7 +111,7 @@ def deployment(d: Obj) -> Obj:
     return out
 
 
-def service(s: Obj) -> Obj:
+def service(s: Manifest) -> Manifest:
     out = copy.deepcopy(s)
     spec = out["spec"]
     spec.setdefault("type", "ClusterIP")
@@ -122,7 +121,7 @@ def service(s: Obj) -> Obj:
     return out
 
 
-def leader_worker_set(obj: Obj) -> Obj:
+def leader_worker_set(obj: Manifest) -> Manifest:
     """LeaderWorkerSet CRD schema defaults, plus the LWS webhook's `networkConfig` default."""
     out = copy.deepcopy(obj)
     spec = out["spec"]
@@ -140,7 +139,7 @@ def leader_worker_set(obj: Obj) -> Obj:
     return out
 
 
-def pod_clique_set(obj: Obj) -> Obj:
+def pod_clique_set(obj: Manifest) -> Manifest:
     """PodCliqueSet CRD schema defaults."""
     out = copy.deepcopy(obj)
     spec = out["spec"]
@@ -165,7 +164,7 @@ DEFAULTERS = {
 }
 
 
-def with_defaults(obj: Obj) -> Obj:
+def with_defaults(obj: Manifest) -> Manifest:
     """`obj` as the API server would store it (for the kinds listed in DEFAULTERS)."""
     fn = DEFAULTERS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
     return fn(obj) if fn else obj

@@ -14,12 +14,10 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import Connection
 from dynamo_infra.reconcile.kube import KubeClient
-
-Obj = dict[str, Any]
 
 # Lifetime of the tokens handed to processes.
 TOKEN_SECONDS = 3600
@@ -52,7 +50,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
     return _EXPANSION.sub(one, text)
 
 
-def field_value(pod: Obj, field_path: str) -> str:
+def field_value(pod: Manifest, field_path: str) -> str:
     """A fieldRef of the live pod."""
     if field_path in _FIELD_PATHS:
         section, key = _FIELD_PATHS[field_path]
@@ -77,7 +75,7 @@ def relocate(value: str, mounts: Mapping[str, Path]) -> str:
 class Kubelet:
     """Resolves one pod's containers, volumes and credential against the cluster."""
 
-    def __init__(self, kube: KubeClient, conn: Connection, pod: Obj, folder: Path) -> None:
+    def __init__(self, kube: KubeClient, conn: Connection, pod: Manifest, folder: Path) -> None:
         self.kube = kube
         self.conn = conn
         self.pod = pod
@@ -122,7 +120,7 @@ class Kubelet:
         token = self.token()
         if token is None:
             return None
-        cluster: Obj = {"server": self.conn.server}
+        cluster: Manifest = {"server": self.conn.server}
         if self.conn.ca_pem:
             cluster["certificate-authority-data"] = base64.b64encode(self.conn.ca_pem).decode()
         config = {
@@ -146,7 +144,7 @@ class Kubelet:
 
     # --- environment --------------------------------------------------------------------------
 
-    def env(self, container: Obj) -> dict[str, str]:
+    def env(self, container: Manifest) -> dict[str, str]:
         """envFrom, then env (later entries win, `$(VAR)` expanded against the earlier ones)."""
         env: dict[str, str] = {}
         for source in container.get("envFrom") or []:
@@ -194,7 +192,7 @@ class Kubelet:
 
     # --- volumes ------------------------------------------------------------------------------
 
-    def mounts(self, container: Obj) -> dict[str, Path]:
+    def mounts(self, container: Manifest) -> dict[str, Path]:
         """Each mount path of the container -> the host folder behind it."""
         volumes = {v["name"]: v for v in self.pod["spec"].get("volumes") or []}
         out: dict[str, Path] = {}
@@ -206,7 +204,7 @@ class Kubelet:
             out[m["mountPath"]] = host / m["subPath"] if m.get("subPath") else host
         return out
 
-    def volume(self, volume: Obj) -> Path:
+    def volume(self, volume: Manifest) -> Path:
         """The host folder of one of the pod's volumes."""
         name = str(volume["name"])
         if "persistentVolumeClaim" in volume:
@@ -232,13 +230,13 @@ class Kubelet:
             "cannot be played by the harness"
         )
 
-    def _write_keys(self, folder: Path, kind: str, name: str, ref: Obj) -> None:
+    def _write_keys(self, folder: Path, kind: str, name: str, ref: Manifest) -> None:
         data = self.data(kind, name, ref.get("optional", False))
         paths = {i["key"]: i["path"] for i in ref.get("items") or []} or {k: k for k in data}
         for key, path in paths.items():
             _write(folder / path, data[key])
 
-    def _write_projection(self, folder: Path, source: Obj) -> None:
+    def _write_projection(self, folder: Path, source: Manifest) -> None:
         if "serviceAccountToken" in source:
             token = self.token()
             if token is not None:

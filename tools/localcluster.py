@@ -35,11 +35,9 @@ import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from dynamo_infra.api.manifest import Manifest
 from tools import toolchain
-
-Obj = dict[str, Any]
 
 REPO = Path(__file__).resolve().parent.parent
 # Fake nodes kwok manages; each advertises this capacity so GPU pods schedule. Four hold the `lws`
@@ -245,8 +243,8 @@ class LocalCluster:
         return ctx
 
     def request(
-        self, method: str, path: str, body: Obj | None = None, content_type: str = "application/json"
-    ) -> tuple[int, Obj]:
+        self, method: str, path: str, body: Manifest | None = None, content_type: str = "application/json"
+    ) -> tuple[int, Manifest]:
         token = (self.root / "pki" / "admin.token").read_text().strip()
         data = json.dumps(body).encode() if body is not None else None
         req = urllib.request.Request(self.server + path, data=data, method=method)
@@ -425,7 +423,7 @@ class LocalCluster:
             if code not in (201, 409):
                 raise ClusterError(f"creating node {name}: HTTP {code} {body.get('message', '')}")
 
-    def apply(self, obj: Obj, field_manager: str = ADMIN_USER) -> Obj:
+    def apply(self, obj: Manifest, field_manager: str = ADMIN_USER) -> Manifest:
         """Server-side apply of one object (forced); its resource is the kind's lower-case plural
         (`<kind>s`, true of every kind the cluster applies)."""
         group, _, version = obj["apiVersion"].rpartition("/")
@@ -567,7 +565,7 @@ class LocalCluster:
         return {"KUBECONFIG": str(self.kubeconfig)}
 
 
-def fake_gpu_resource_slice(node: Obj) -> Obj:
+def fake_gpu_resource_slice(node: Manifest) -> Manifest:
     """The ResourceSlice the NVIDIA GPU DRA driver's kubelet plugin would publish for `node`: one
     device `gpu-<i>` per `nvidia.com/gpu` of its capacity, owned by the node."""
     name = node["metadata"]["name"]
@@ -602,7 +600,7 @@ def fake_gpu_resource_slice(node: Obj) -> Obj:
     }
 
 
-def lws_webhook_configurations(folder: Path, url: str, ca: bytes) -> list[Obj]:
+def lws_webhook_configurations(folder: Path, url: str, ca: bytes) -> list[Manifest]:
     """The LWS module's webhook registrations with its kustomize patches applied (the pod webhooks
     see only pods labelled with an LWS name), served at `url` with the certificate of `ca`."""
     import yaml
@@ -665,7 +663,7 @@ def _serving_cert(folder: Path) -> bytes:
     return ca_cert.public_bytes(pem)
 
 
-def _established(crd: Obj) -> bool:
+def _established(crd: Manifest) -> bool:
     conditions = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
     return conditions.get("Established") == "True"
 

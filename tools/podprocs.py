@@ -25,13 +25,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import Connection
 from dynamo_infra.reconcile.kube import KubeClient, KubeError
 from tools.kubelet import Kubelet, PodProcessError, expand, relocate
-
-Obj = dict[str, Any]
 
 # The container the harness runs (the operator names the Dynamo container `main`).
 MAIN_CONTAINER = "main"
@@ -257,7 +255,7 @@ class PodProcesses:
 
     # --- one pod ------------------------------------------------------------------------------
 
-    def prepare(self, pod: Obj) -> PodProcess:
+    def prepare(self, pod: Manifest) -> PodProcess:
         """The process standing for `pod`'s main container (not started)."""
         meta = pod["metadata"]
         name = meta["name"]
@@ -313,7 +311,7 @@ class PodProcesses:
         )
 
 
-def runnable(pod: Obj) -> bool:
+def runnable(pod: Manifest) -> bool:
     """Scheduled, Running (kwok's word for it) and not being deleted."""
     return bool(
         pod["spec"].get("nodeName")

@@ -29,9 +29,10 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, Inputs, Provider, await_until, log
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj, stub
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import checkpoint as ck
 
@@ -54,11 +55,13 @@ def owner_id(owner: str) -> str:
     return hashlib.sha256(owner.encode()).hexdigest()[:12]
 
 
-def _meta(obj: Obj | None) -> Obj:
+def _meta(obj: Manifest | None) -> Manifest:
     return (obj or {}).get("metadata") or {}
 
 
-def _stamped(obj: Obj, owner: str, extra_labels: dict[str, str], extra_annotations: dict[str, str]) -> Obj:
+def _stamped(
+    obj: Manifest, owner: str, extra_labels: dict[str, str], extra_annotations: dict[str, str]
+) -> Manifest:
     """The manifest with our inventory label, owner annotation and bookkeeping metadata."""
     meta = _meta(with_inventory(obj, owner, owner_id(owner)))
     meta["labels"] = {**meta["labels"], **extra_labels}
@@ -69,9 +72,9 @@ def _stamped(obj: Obj, owner: str, extra_labels: dict[str, str], extra_annotatio
 @dataclasses.dataclass(frozen=True)
 class CheckpointInputs(Inputs):
     # The DynamoCheckpoint manifest.
-    checkpoint: Obj = dataclasses.field(default_factory=dict)
+    checkpoint: Manifest = dataclasses.field(default_factory=dict)
     # Its capture Job (rendered by `render.checkpoint.capture_job`).
-    job: Obj = dataclasses.field(default_factory=dict)
+    job: Manifest = dataclasses.field(default_factory=dict)
     # `project/stack/resource`: tells our objects from another stack's.
     owner: str = ""
     # Block until Ready (at most `timeoutSeconds`).
@@ -88,7 +91,7 @@ class CheckpointInputs(Inputs):
         return f"DynamoCheckpoint {self.namespace}/{_meta(self.checkpoint)['name']}"
 
     @property
-    def job_stub(self) -> Obj:
+    def job_stub(self) -> Manifest:
         return stub("batch/v1", "Job", self.namespace, _meta(self.job)["name"])
 
 
@@ -130,10 +133,10 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             return None
         return f"{ins.label}: {what} is already owned by {', '.join(sorted(set(found)))}"
 
-    def _apply_checkpoint(self, client: KubeClient, ins: CheckpointInputs) -> Obj:
+    def _apply_checkpoint(self, client: KubeClient, ins: CheckpointInputs) -> Manifest:
         return client.apply(_stamped(ins.checkpoint, ins.owner, {}, {}))
 
-    def _apply_status(self, client: KubeClient, ins: CheckpointInputs, status: Obj) -> None:
+    def _apply_status(self, client: KubeClient, ins: CheckpointInputs, status: Manifest) -> None:
         """The controller's half of the DynamoCheckpoint: its status subresource."""
         ns, name, _ = ins.names
         info = client.resource(ck.API_VERSION, ck.KIND)
@@ -146,7 +149,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             content_type="application/apply-patch+yaml",
         )
 
-    def _apply_job(self, client: KubeClient, ins: CheckpointInputs, owner_ref: Obj | None) -> Obj:
+    def _apply_job(self, client: KubeClient, ins: CheckpointInputs, owner_ref: Manifest | None) -> Manifest:
         """Create the capture Job, or keep ours; a failed one (an earlier `up`) is replaced to retry."""
         ns, name, job_name = ins.names
         identity = ck.identity_hash((ins.checkpoint.get("spec") or {}).get("identity") or {})
@@ -171,7 +174,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
         return client.apply(job)
 
     @staticmethod
-    def _delete_job(client: KubeClient, job: Obj) -> None:
+    def _delete_job(client: KubeClient, job: Manifest) -> None:
         if client.delete(job, propagation="Foreground"):
             client.wait_deleted(job, DELETE_TIMEOUT_S)
 
@@ -193,24 +196,24 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             )
         return "; ".join(parts) or "no pod yet"
 
-    def _await(self, client: KubeClient, ins: CheckpointInputs, live: Obj) -> tuple[str, str, Obj]:
+    def _await(self, client: KubeClient, ins: CheckpointInputs, live: Manifest) -> tuple[str, str, Manifest]:
         """Follow the capture Job until it is Complete or Failed; fail after `timeoutSeconds`."""
         ns, _, job_name = ins.names
         timeout = float(ins.timeout_seconds or ck.JOB_ACTIVE_DEADLINE_S)
 
-        def fetch() -> Obj:
+        def fetch() -> Manifest:
             found = client.get(ins.job_stub)
             if found is None:
                 raise CheckpointFailed(f"{ins.label}: capture Job {ns}/{job_name} was deleted while waiting")
             return found
 
-        def expired(_job: Obj) -> CheckpointFailed:
+        def expired(_job: Manifest) -> CheckpointFailed:
             return CheckpointFailed(
                 f"{ins.label}: capture Job {ns}/{job_name} not Complete after {timeout:.0f}s "
                 f"({self._pods_summary(client, ns, job_name)}); the next `pulumi up` keeps waiting for it"
             )
 
-        def progress(job: Obj, elapsed: float) -> str:
+        def progress(job: Manifest, elapsed: float) -> str:
             status = job.get("status") or {}
             return (
                 f"{ins.label}: waiting for capture Job {ns}/{job_name} "
@@ -218,16 +221,16 @@ class CheckpointProvider(Provider[CheckpointInputs]):
                 f"{elapsed:.0f}s of {timeout:.0f}s)"
             )
 
-        def done(job: Obj) -> bool:
+        def done(job: Manifest) -> bool:
             return ck.job_phase(job)[0] in (ck.PHASE_READY, ck.PHASE_FAILED)
 
         live = await_until(live, fetch, done, timeout=timeout, expired=expired, progress=progress)
         phase, message = ck.job_phase(live)
         return phase, message, live
 
-    def _status(self, ins: CheckpointInputs, phase: str, message: str) -> Obj:
+    def _status(self, ins: CheckpointInputs, phase: str, message: str) -> Manifest:
         ckpt = ins.checkpoint
-        status: Obj = {
+        status: Manifest = {
             "phase": phase,
             "identityHash": ck.identity_hash((ckpt.get("spec") or {}).get("identity") or {}),
             "checkpointID": ck.checkpoint_key(ckpt),

@@ -10,10 +10,9 @@ from typing import Any
 
 import httpx
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.connection import Connection
-
-Obj = dict[str, Any]
 
 # Field manager of every server-side apply we make.
 FIELD_MANAGER = "dynamo-infra"
@@ -32,7 +31,9 @@ RETRIES = 5
 class KubeError(DynamoInfraError):
     """An API request failed. `status` is the HTTP status (0 when the server was unreachable)."""
 
-    def __init__(self, message: str, status: int = 0, reason: str = "", details: Obj | None = None) -> None:
+    def __init__(
+        self, message: str, status: int = 0, reason: str = "", details: Manifest | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
@@ -62,15 +63,15 @@ class ResourceInfo:
         return f"{root}/{name}" if name else root
 
 
-def stub(api_version: str, kind: str, namespace: str, name: str) -> Obj:
+def stub(api_version: str, kind: str, namespace: str, name: str) -> Manifest:
     """A minimal manifest addressing one object (namespace empty if cluster-scoped)."""
-    meta: Obj = {"name": name}
+    meta: Manifest = {"name": name}
     if namespace:
         meta["namespace"] = namespace
     return {"apiVersion": api_version, "kind": kind, "metadata": meta}
 
 
-def object_key(obj: Obj) -> str:
+def object_key(obj: Manifest) -> str:
     """`apiVersion/kind/namespace/name`, the key objects are tracked by (namespace empty if cluster-scoped)."""
     meta = obj.get("metadata") or {}
     return f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
@@ -97,7 +98,7 @@ class KubeClient:
     # --- transport ----------------------------------------------------------------------------
 
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
-                content_type: str = "application/json", accept: str = "application/json") -> Obj:  # fmt: skip
+                content_type: str = "application/json", accept: str = "application/json") -> Manifest:  # fmt: skip
         headers = {"Accept": accept, "User-Agent": self.user_agent}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
@@ -126,9 +127,9 @@ class KubeClient:
         raise AssertionError("unreachable")
 
     @staticmethod
-    def _result(method: str, path: str, resp: httpx.Response) -> Obj:
+    def _result(method: str, path: str, resp: httpx.Response) -> Manifest:
         try:
-            payload: Obj = resp.json() if resp.content else {}
+            payload: Manifest = resp.json() if resp.content else {}
         except ValueError:
             payload = {"message": resp.text[:500]}
         if resp.status_code < 400:
@@ -172,7 +173,7 @@ class KubeClient:
         except KubeError:
             return False
 
-    def _info(self, obj: Obj) -> tuple[ResourceInfo, str | None, str]:
+    def _info(self, obj: Manifest) -> tuple[ResourceInfo, str | None, str]:
         info = self.resource(obj["apiVersion"], obj["kind"])
         meta = obj.get("metadata") or {}
         return info, (meta.get("namespace") if info.namespaced else None), meta["name"]
@@ -180,8 +181,8 @@ class KubeClient:
     # --- verbs ----------------------------------------------------------------------------------
 
     def apply(
-        self, obj: Obj, *, force: bool = True, dry_run: bool = False, manager: str = FIELD_MANAGER
-    ) -> Obj:
+        self, obj: Manifest, *, force: bool = True, dry_run: bool = False, manager: str = FIELD_MANAGER
+    ) -> Manifest:
         """Server-side apply of the fields in `obj` under `manager` (ours by default)."""
         info, ns, name = self._info(obj)
         params = {"fieldManager": manager, "force": "true" if force else "false"}
@@ -191,14 +192,14 @@ class KubeClient:
             "PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml"
         )
 
-    def get(self, obj: Obj) -> Obj | None:
+    def get(self, obj: Manifest) -> Manifest | None:
         info, ns, name = self._info(obj)
         try:
             return self.request("GET", info.path(ns, name))
         except NotFound:
             return None
 
-    def get_metadata(self, obj: Obj) -> Obj | None:
+    def get_metadata(self, obj: Manifest) -> Manifest | None:
         """The object's metadata (labels, annotations, managedFields) without its body, or None when absent."""
         info, ns, name = self._info(obj)
         try:
@@ -206,7 +207,7 @@ class KubeClient:
         except NotFound:
             return None
 
-    def get_scale(self, obj: Obj) -> Obj | None:
+    def get_scale(self, obj: Manifest) -> Manifest | None:
         """The object's `scale` subresource (autoscaling/v1 Scale), or None when the object is absent."""
         info, ns, name = self._info(obj)
         try:
@@ -214,7 +215,7 @@ class KubeClient:
         except NotFound:
             return None
 
-    def set_scale(self, obj: Obj, replicas: int, *, manager: str = FIELD_MANAGER) -> Obj:
+    def set_scale(self, obj: Manifest, replicas: int, *, manager: str = FIELD_MANAGER) -> Manifest:
         """Set `spec.replicas` through the scale subresource, as `kubectl scale` and autoscalers do."""
         info, ns, name = self._info(obj)
         return self.request(
@@ -232,7 +233,7 @@ class KubeClient:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
-    ) -> list[Obj]:
+    ) -> list[Manifest]:
         info = self.resource(api_version, kind)
         selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
         params = {k: v for k, v in selectors if v} or None
@@ -242,7 +243,7 @@ class KubeClient:
             item.setdefault("kind", kind)
         return list(items)
 
-    def delete(self, obj: Obj, *, propagation: str = "Foreground") -> bool:
+    def delete(self, obj: Manifest, *, propagation: str = "Foreground") -> bool:
         """Delete; True if it existed. Foreground: dependents go first, the object last."""
         info, ns, name = self._info(obj)
         try:
@@ -255,7 +256,7 @@ class KubeClient:
             return False
         return True
 
-    def wait_deleted(self, obj: Obj, timeout: float, poll: float = 0.5) -> bool:
+    def wait_deleted(self, obj: Manifest, timeout: float, poll: float = 0.5) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.get(obj) is None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, Obj
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
 
 # Label on every object a provider applies: which resource (namespace/graph/component) owns it,
 # so objects left behind by an interrupted run are found and pruned by the next one.
@@ -30,7 +31,7 @@ def inventory_id(namespace: str, graph: str, component: str) -> str:
     return hashlib.sha256(f"{namespace}/{graph}/{component}".encode()).hexdigest()[:12]
 
 
-def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
+def with_inventory(obj: Manifest, owner: str, inventory: str) -> Manifest:
     """The manifest with our inventory label and owner annotation on its metadata (not its pods)."""
     meta = dict(obj.get("metadata") or {})
     meta["labels"] = {**(meta.get("labels") or {}), INVENTORY_LABEL: inventory}
@@ -38,13 +39,13 @@ def with_inventory(obj: Obj, owner: str, inventory: str) -> Obj:
     return {**obj, "metadata": meta}
 
 
-def owner_of(obj: Obj | None) -> str:
+def owner_of(obj: Manifest | None) -> str:
     """The owner annotation we put on an object ("" when it has none)."""
     meta = (obj or {}).get("metadata") or {}
     return str((meta.get("annotations") or {}).get(INVENTORY_ANNOTATION) or "")
 
 
-def foreign_owner(live: Obj | None, owner: str) -> str | None:
+def foreign_owner(live: Manifest | None, owner: str) -> str | None:
     """Who else owns an existing object, in words; None when it is absent or `owner`'s.
 
     An object without our annotation that our field manager wrote is ours (applied before owners
@@ -69,7 +70,7 @@ def foreign_owner(live: Obj | None, owner: str) -> str | None:
     return f"field manager {', '.join(managers)}" if managers else "someone outside dynamo-infra"
 
 
-def refuse_foreign(client: KubeClient, objects: dict[str, Obj], owner: str) -> None:
+def refuse_foreign(client: KubeClient, objects: dict[str, Manifest], owner: str) -> None:
     """Fail, naming each owner, when any of `objects` exists and belongs to someone else."""
     taken = {k: foreign_owner(client.get_metadata(o), owner) for k, o in objects.items()}
     found = [f"{k} belongs to {who}" for k, who in taken.items() if who is not None]

@@ -16,8 +16,9 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_timeout, log
-from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
 from dynamo_infra.reconcile.workload import (
     Ownership,
@@ -41,7 +42,7 @@ KIND_ORDER = (
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "PodCliqueSet", "Job")
 
 
-def apply_order(objects: dict[str, Obj]) -> list[str]:
+def apply_order(objects: dict[str, Manifest]) -> list[str]:
     def rank(key: str) -> tuple[int, str]:
         kind = objects[key]["kind"]
         if kind in KIND_ORDER:
@@ -62,7 +63,7 @@ def discover_pull_secrets(client: KubeClient, namespace: str) -> list[PullSecret
     return [s for s in found if s is not None]
 
 
-def pod_pull_secrets(obj: Obj) -> list[Obj]:
+def pod_pull_secrets(obj: Manifest) -> list[Manifest]:
     return list(
         (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get("imagePullSecrets") or []
     )
@@ -73,7 +74,7 @@ class WorkloadInputs(Inputs):
     graph: str = ""
     component: str = ""
     # Manifests by `apiVersion/kind/namespace/name`.
-    objects: dict[str, Obj] = dataclasses.field(default_factory=dict)
+    objects: dict[str, Manifest] = dataclasses.field(default_factory=dict)
     # Replicas are written at creation only (an autoscaler or scaling adapter owns them).
     replicas_external: bool = False
     # {mode: wait|skip, timeoutSeconds}.
@@ -81,7 +82,7 @@ class WorkloadInputs(Inputs):
     # Replicas of observed objects, set through their scale subresource.
     scale: dict[str, float] | None = None
     # Objects another controller creates for this one (Grove's PodCliques): read, never applied.
-    observe: dict[str, Obj] = dataclasses.field(default_factory=dict)
+    observe: dict[str, Manifest] = dataclasses.field(default_factory=dict)
     pull_secret_discovery: bool = False
 
     @property
@@ -99,7 +100,7 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
     inputs = WorkloadInputs
 
     def _reconcile(
-        self, props: dict[str, Any], previous: list[str], known: dict[str, Obj], created: bool
+        self, props: dict[str, Any], previous: list[str], known: dict[str, Manifest], created: bool
     ) -> dict[str, Any]:
         ins = self.typed(props)
         order = apply_order(ins.objects)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.base import (
     DELETE_TIMEOUT_S,
@@ -26,7 +27,7 @@ from dynamo_infra.reconcile.base import (
     await_until,
     log,
 )
-from dynamo_infra.reconcile.kube import KubeClient, Obj, stub
+from dynamo_infra.reconcile.kube import KubeClient, stub
 
 # Volume binding mode under which a claim stays Pending until a pod uses it.
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -42,22 +43,22 @@ class MissingClaim(DynamoInfraError):
 class ClaimInputs(Inputs):
     name: str = ""
     # The claim to create when missing; None when the graph does not create it.
-    manifest: Obj | None = None
+    manifest: Manifest | None = None
     create: bool = False
     delete_on_destroy: bool = False
     # {mode: wait|skip, timeoutSeconds}.
     await_: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
-    def stub(self) -> Obj:
+    def stub(self) -> Manifest:
         return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
 
 
-def _phase(claim: Obj) -> str:
+def _phase(claim: Manifest) -> str:
     return str((claim.get("status") or {}).get("phase", ""))
 
 
-def _waits_for_consumer(client: KubeClient, claim: Obj) -> bool:
+def _waits_for_consumer(client: KubeClient, claim: Manifest) -> bool:
     sc_name = (claim.get("spec") or {}).get("storageClassName")
     if not sc_name:
         return False
@@ -90,17 +91,17 @@ class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
         return {**props, "adopted": adopted, **self._observed(live)}
 
     @staticmethod
-    def _observed(live: Obj) -> dict[str, Any]:
+    def _observed(live: Manifest) -> dict[str, Any]:
         return {"phase": _phase(live), "volumeName": (live.get("spec") or {}).get("volumeName", "")}
 
     @staticmethod
-    def _await_bound(client: KubeClient, ins: ClaimInputs, live: Obj) -> Obj:
+    def _await_bound(client: KubeClient, ins: ClaimInputs, live: Manifest) -> Manifest:
         policy = ins.await_ or {}
         if await_skipped(policy) or _waits_for_consumer(client, live):
             return live
         timeout = await_timeout(policy)
 
-        def expired(last: Obj) -> AwaitTimeout:
+        def expired(last: Manifest) -> AwaitTimeout:
             return AwaitTimeout(
                 f"PersistentVolumeClaim {ins.namespace}/{ins.name} not Bound "
                 f"(phase {_phase(last) or 'unknown'}) after {timeout:.0f}s"

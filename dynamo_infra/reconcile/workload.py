@@ -7,8 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, Obj, object_key, stub
+from dynamo_infra.reconcile.kube import KubeClient, KubeError, object_key, stub
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render.status import ComponentStatus, component_status
 
@@ -27,22 +28,22 @@ class Ownership:
     replicas_external: bool = False
 
 
-def _without_replicas(obj: Obj) -> Obj:
+def _without_replicas(obj: Manifest) -> Manifest:
     out = copy.deepcopy(obj)
     (out.get("spec") or {}).pop("replicas", None)
     return out
 
 
 def apply_objects(
-    client: KubeClient, objects: dict[str, Obj], ownership: Ownership, log: Log
-) -> dict[str, Obj]:
+    client: KubeClient, objects: dict[str, Manifest], ownership: Ownership, log: Log
+) -> dict[str, Manifest]:
     """Server-side apply every object in order; returns what the server stored.
 
     With externally owned replicas, the count is written when the workload is created and then
     co-owned by REPLICAS_HANDOFF_MANAGER, so our later applies (which leave it out) do not remove
     it; an autoscaler that scales the workload takes it over from there.
     """
-    stored: dict[str, Obj] = {}
+    stored: dict[str, Manifest] = {}
     for key, obj in objects.items():
         replicas = (obj.get("spec") or {}).get("replicas")
         if not ownership.replicas_external or replicas is None:
@@ -68,7 +69,7 @@ def apply_objects(
     return stored
 
 
-def scale_observed(client: KubeClient, targets: dict[str, tuple[Obj, int]], log: Log) -> dict[str, int]:
+def scale_observed(client: KubeClient, targets: dict[str, tuple[Manifest, int]], log: Log) -> dict[str, int]:
     """Set the replicas of objects another controller created (Grove's PodCliques and scaling groups)
     through their scale subresource; one not created yet is skipped (it starts from the replicas of
     the template it is created from). Returns the replicas each existing target now has.
@@ -110,7 +111,11 @@ def sweep_orphans(
 
 
 def prune(
-    client: KubeClient, previous: list[str], current: dict[str, Obj], known: dict[str, Obj], log: Log
+    client: KubeClient,
+    previous: list[str],
+    current: dict[str, Manifest],
+    known: dict[str, Manifest],
+    log: Log,
 ) -> list[str]:
     """Delete objects of the previous inventory that are no longer rendered."""
     gone = [k for k in previous if k not in current]
@@ -122,17 +127,17 @@ def prune(
     return gone
 
 
-def _stub(key: str) -> Obj:
+def _stub(key: str) -> Manifest:
     """A minimal manifest addressing the object behind an inventory key."""
     parts = key.split("/")
     return stub("/".join(parts[:-3]), parts[-3], parts[-2], parts[-1])
 
 
-def read_live(client: KubeClient, keys: list[str], known: dict[str, Obj]) -> dict[str, Obj | None]:
+def read_live(client: KubeClient, keys: list[str], known: dict[str, Manifest]) -> dict[str, Manifest | None]:
     return {k: client.get(known.get(k) or _stub(k)) for k in keys}
 
 
-def observed_status(live: dict[str, Obj | None]) -> ComponentStatus:
+def observed_status(live: dict[str, Manifest | None]) -> ComponentStatus:
     """Status from what exists; an object not created yet (Grove's PodClique, say) is not ready."""
     status = component_status([o for o in live.values() if o is not None])
     missing = [k for k, o in live.items() if o is None]
@@ -147,7 +152,9 @@ def observed_status(live: dict[str, Obj | None]) -> ComponentStatus:
     )
 
 
-def await_ready(client: KubeClient, objects: dict[str, Obj], timeout: float, label: str) -> ComponentStatus:
+def await_ready(
+    client: KubeClient, objects: dict[str, Manifest], timeout: float, label: str
+) -> ComponentStatus:
     """Poll until every object is ready; raise AwaitTimeout naming what is not."""
 
     def fetch() -> ComponentStatus:
@@ -166,7 +173,7 @@ def await_ready(client: KubeClient, objects: dict[str, Obj], timeout: float, lab
 def delete_objects(
     client: KubeClient,
     keys: list[str],
-    known: dict[str, Obj],
+    known: dict[str, Manifest],
     log: Log,
     keep: Callable[[str], bool] = lambda k: False,
 ) -> None:
@@ -197,5 +204,5 @@ def project(live: Any, desired: Any) -> Any:
     return live
 
 
-def object_summary(objects: dict[str, Obj]) -> list[str]:
+def object_summary(objects: dict[str, Manifest]) -> list[str]:
     return [object_key(o) for o in objects.values()]

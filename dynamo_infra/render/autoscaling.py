@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
-from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import ComponentContext, GraphContext
 
 # Adapters are stored (and written by the operator) as v1alpha1.
 ADAPTER_API_VERSION = "nvidia.com/v1alpha1"
@@ -15,7 +16,7 @@ DEFAULT_ADAPTER_REPLICAS = 1
 DEFAULT_HPA_CPU_UTILIZATION = 80
 
 
-def scaling_adapter(g: GraphContext, component: v1beta1.Component) -> Obj | None:
+def scaling_adapter(g: GraphContext, component: v1beta1.Component) -> Manifest | None:
     """The component's DGDSA (`scalingAdapter` present); its replicas matter only at creation."""
     if component.scaling_adapter is None:
         return None
@@ -32,13 +33,13 @@ def scaling_adapter(g: GraphContext, component: v1beta1.Component) -> Obj | None
     }
 
 
-def hpa(ctx: ComponentContext) -> Obj | None:
+def hpa(ctx: ComponentContext) -> Manifest | None:
     """Legacy HPA for `autoscaling.enabled` (only with the cluster option; the pin ignores the field)."""
     cfg = ctx.legacy.autoscaling or {}
     if not ctx.options.legacy_autoscaling_hpa or not cfg.get("enabled"):
         return None
     metrics = cfg.get("metrics") or [_cpu_metric()]
-    spec: Obj = {
+    spec: Manifest = {
         "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": ctx.dcd_name},
         "maxReplicas": cfg.get("maxReplicas") or max(1, int(cfg.get("minReplicas") or 1)),
         "metrics": metrics,
@@ -61,7 +62,7 @@ KEDA_API_VERSION = "keda.sh/v1alpha1"
 SCALABLE_KINDS = ("Deployment", "LeaderWorkerSet")
 
 
-def scale_target(objects: tuple[Obj, ...], grove_target: Obj | None) -> Obj:
+def scale_target(objects: tuple[Manifest, ...], grove_target: Manifest | None) -> Manifest:
     """`{apiVersion, kind, name}` of the object whose replicas the autoscaler drives."""
     if grove_target is not None:
         return {k: grove_target[k] for k in ("apiVersion", "kind", "name")}
@@ -71,11 +72,11 @@ def scale_target(objects: tuple[Obj, ...], grove_target: Obj | None) -> Obj:
     raise ValueError("the component has no scalable workload")
 
 
-def autoscaler_object(target: Obj, namespace: str, spec: Autoscaler, labels: dict[str, str]) -> Obj:
+def autoscaler_object(target: Manifest, namespace: str, spec: Autoscaler, labels: dict[str, str]) -> Manifest:
     """The HPA or KEDA ScaledObject (named after its target) that owns the target's replicas."""
     meta = {"name": target["name"], "namespace": namespace, "labels": dict(labels)}
     if spec.kind == "keda":
-        keda: Obj = {
+        keda: Manifest = {
             "scaleTargetRef": dict(target),
             "minReplicaCount": spec.min_replicas,
             "maxReplicaCount": spec.max_replicas,
@@ -86,7 +87,7 @@ def autoscaler_object(target: Obj, namespace: str, spec: Autoscaler, labels: dic
         if spec.cooldown_period is not None:
             keda["cooldownPeriod"] = spec.cooldown_period
         return {"apiVersion": KEDA_API_VERSION, "kind": "ScaledObject", "metadata": meta, "spec": keda}
-    hpa_spec: Obj = {
+    hpa_spec: Manifest = {
         "scaleTargetRef": dict(target),
         "minReplicas": spec.min_replicas,
         "maxReplicas": spec.max_replicas,
@@ -102,7 +103,7 @@ def autoscaler_object(target: Obj, namespace: str, spec: Autoscaler, labels: dic
     }
 
 
-def _cpu_metric() -> Obj:
+def _cpu_metric() -> Manifest:
     return {
         "type": "Resource",
         "resource": {

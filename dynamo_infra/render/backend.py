@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.multinode import Placement
 from dynamo_infra.render.sglang import SGLang
 from dynamo_infra.render.trtllm import TRTLLM
@@ -26,9 +27,9 @@ class Backend(Protocol):
     # Grove starts a multinode leader clique only after its worker cliques.
     leader_starts_after_workers: bool
 
-    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj: ...
+    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest: ...
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj: ...
+    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest: ...
 
     def default_compilation_cache_path(self) -> str | None:
         """Where the compilation cache mounts when `compilationCache.mountPath` is unset."""
@@ -38,7 +39,7 @@ class Backend(Protocol):
         """The Secret the pods of a multinode component mount but the user provides."""
         ...
 
-    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
         """Engine `n` of intra-pod failover; None when the engine does not support failover."""
         ...
 
@@ -47,10 +48,10 @@ class Noop:
     name = NOOP
     leader_starts_after_workers = False
 
-    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
         return container
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
         return pod
 
     def default_compilation_cache_path(self) -> str | None:
@@ -59,7 +60,7 @@ class Noop:
     def multinode_secret(self, ctx: ComponentContext) -> str | None:
         return None
 
-    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
         return None
 
 

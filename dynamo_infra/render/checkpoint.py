@@ -9,9 +9,10 @@ import json
 from typing import Any
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.operatorconfig import DEFAULT_CHECKPOINT_BASE_PATH
 from dynamo_infra.render import names
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext
 from dynamo_infra.render.multinode import gpu_count
 
 API_VERSION = "nvidia.com/v1alpha1"
@@ -96,9 +97,9 @@ def go_json(payload: Any) -> str:
     return text
 
 
-def identity_hash(identity: Obj) -> str:
+def identity_hash(identity: Manifest) -> str:
     """ComputeIdentityHash: first 16 hex of SHA-256 of the normalized identity (deprecated field)."""
-    normalized: Obj = {
+    normalized: Manifest = {
         "model": identity.get("model", ""),
         "backendFramework": identity.get("backendFramework", ""),
     }
@@ -119,7 +120,7 @@ def identity_hash(identity: Obj) -> str:
 
 def checkpoint_id(namespace: str, dgd: str, dgd_uid: str, component: str, worker_hash: str) -> str:
     """DGDCheckpointID: 32 hex of SHA-256 over the owning graph, component and worker generation."""
-    payload: Obj = {}
+    payload: Manifest = {}
     if namespace:
         payload["namespace"] = namespace
     payload["dgdName"] = dgd
@@ -139,13 +140,13 @@ def job_name(ckpt_id: str) -> str:
     return f"{JOB_PREFIX}{ckpt_id}-{ARTIFACT_VERSION}"
 
 
-def config_of(c: v1beta1.Component) -> Obj | None:
+def config_of(c: v1beta1.Component) -> Manifest | None:
     exp = c.experimental.to_wire() if c.experimental else {}
     ckpt = exp.get("checkpoint")
     return dict(ckpt) if ckpt and ckpt.get("enabled") else None
 
 
-def startup_policy(config: Obj | None) -> str:
+def startup_policy(config: Manifest | None) -> str:
     return str((config or {}).get("startupPolicy") or IMMEDIATE)
 
 
@@ -210,7 +211,9 @@ def restore_target_metadata(ctx: ComponentContext) -> tuple[dict[str, str], dict
     return labels, annotations
 
 
-def restore_pod_spec(ctx: ComponentContext, pod: Obj, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Obj:
+def restore_pod_spec(
+    ctx: ComponentContext, pod: Manifest, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE
+) -> Manifest:
     """PrepareRestorePodSpec for a Ready checkpoint: the target container restored (standby env,
     restore startup probe), the control directory, the checkpoint PVC (`checkpoint.storagePvc`;
     found from the snapshot-agent DaemonSet by the operator when unset), Localhost seccomp."""
@@ -237,7 +240,7 @@ def restore_pod_spec(ctx: ComponentContext, pod: Obj, seccomp_profile: str = DEF
     return out
 
 
-def restore_container(container: Obj) -> Obj:
+def restore_container(container: Manifest) -> Manifest:
     """A main container restored from a Ready checkpoint (WaitForCheckpoint policy)."""
     source = (
         container.get("startupProbe") or container.get("livenessProbe") or container.get("readinessProbe")
@@ -252,8 +255,8 @@ def restore_container(container: Obj) -> Obj:
 
 
 def checkpoint_object(
-    g: GraphContext, c: v1beta1.Component, worker_hash: str | None, pod_spec: Obj
-) -> Obj | None:
+    g: GraphContext, c: v1beta1.Component, worker_hash: str | None, pod_spec: Manifest
+) -> Manifest | None:
     """The DGD-managed DynamoCheckpoint of a component (none with `checkpointRef`)."""
     config = config_of(c)
     if config is None or config.get("checkpointRef"):
@@ -267,7 +270,7 @@ def checkpoint_object(
     identity = dict(config.get("identity") or {"model": "", "backendFramework": g.backend})
     pod_labels = {k: v for k, v in labels.items() if k != LABEL_CHECKPOINT_ID}
     template = {"metadata": {"labels": dict(sorted(pod_labels.items()))}, "spec": pod_spec}
-    job: Obj = {"podTemplateSpec": template, "targetContainerName": target}
+    job: Manifest = {"podTemplateSpec": template, "targetContainerName": target}
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -285,7 +288,7 @@ def checkpoint_object(
     }
 
 
-def checkpoint_key(ckpt: Obj) -> str:
+def checkpoint_key(ckpt: Manifest) -> str:
     """CheckpointID of a DynamoCheckpoint: its checkpoint-id label (DGD-managed), else its identity hash."""
     labels = (ckpt.get("metadata") or {}).get("labels") or {}
     return str(
@@ -293,18 +296,18 @@ def checkpoint_key(ckpt: Obj) -> str:
     )
 
 
-def deletion_policy(ckpt: Obj) -> str:
+def deletion_policy(ckpt: Manifest) -> str:
     """`Delete` (default: the capture's objects go with the checkpoint) or `Retain`."""
     annotations = (ckpt.get("metadata") or {}).get("annotations") or {}
     return str(annotations.get(ANNOTATION_DELETION_POLICY) or DEFAULT_DELETION_POLICY)
 
 
-def _podinfo_volume() -> Obj:
+def _podinfo_volume() -> Manifest:
     items = [{"path": path, "fieldRef": {"fieldPath": field}} for path, field in PODINFO_ITEMS]
     return {"name": PODINFO_VOLUME, "downwardAPI": {"items": items}}
 
 
-def _capture_container(c: Obj, target: str) -> Obj:
+def _capture_container(c: Manifest, target: str) -> Manifest:
     """The target container as the snapshot agent needs it: quiesce signal, control dir, no restarts."""
     c = {k: v for k, v in c.items() if k not in ("livenessProbe", "startupProbe")}
     c["readinessProbe"] = {"exec": {"command": ["cat", READY_FOR_SNAPSHOT]}, "periodSeconds": 1}
@@ -319,7 +322,7 @@ def _capture_container(c: Obj, target: str) -> Obj:
     return c
 
 
-def capture_job(ckpt: Obj, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Obj:
+def capture_job(ckpt: Manifest, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Manifest:
     """The capture Job the checkpoint controller runs for a DynamoCheckpoint.
 
     `seccomp_profile` is the Localhost profile set on the pod ("" sets none).
@@ -377,7 +380,7 @@ def capture_job(ckpt: Obj, seccomp_profile: str = DEFAULT_SECCOMP_PROFILE) -> Ob
     }
 
 
-def job_phase(job: Obj | None) -> tuple[str, str]:
+def job_phase(job: Manifest | None) -> tuple[str, str]:
     """The checkpoint phase a capture Job implies, and the reason when it failed.
 
     Without a snapshot agent, Ready means the Job is Complete (the operator also needs the
@@ -396,9 +399,9 @@ def job_phase(job: Obj | None) -> tuple[str, str]:
     return PHASE_CREATING, ""
 
 
-def status_entry(name: str, ckpt_id: str, ready: bool | None, identity: str = "") -> Obj:
+def status_entry(name: str, ckpt_id: str, ready: bool | None, identity: str = "") -> Manifest:
     """`status.checkpoints[component]` of the DGD (`identity`: the checkpoint's identity hash)."""
-    entry: Obj = {"checkpointName": name, "checkpointID": ckpt_id}
+    entry: Manifest = {"checkpointName": name, "checkpointID": ckpt_id}
     if identity:
         entry["identityHash"] = identity
     return {**entry, "ready": bool(ready)}

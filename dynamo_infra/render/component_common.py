@@ -6,16 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dynamo_infra.api import Problem, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.context import (
     DISCOVERY_ETCD,
     DISCOVERY_KUBERNETES,
     DISCOVERY_MODE_CONTAINER,
     MAIN_CONTAINER,
     ComponentContext,
-    Obj,
 )
 
-__all__ = ["MAIN_CONTAINER", "BaseComponentDefaults", "Obj"]
+__all__ = ["MAIN_CONTAINER", "BaseComponentDefaults", "Manifest"]
 
 # Command of a component type that sets none (the user supplies args or a full command).
 DEFAULT_COMMAND = ["/bin/sh", "-c"]
@@ -27,13 +27,13 @@ SYSTEM_PORT = 9090
 SYSTEM_PORT_NAME = "system"
 
 
-def field_env(name: str, path: str) -> Obj:
+def field_env(name: str, path: str) -> Manifest:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def common_env(ctx: ComponentContext, component_type: str | None = None) -> list[Obj]:
+def common_env(ctx: ComponentContext, component_type: str | None = None) -> list[Manifest]:
     """Env every Dynamo container gets (component_common.go), in the operator's order."""
-    env: list[Obj] = [
+    env: list[Manifest] = [
         {"name": "DYN_NAMESPACE", "value": ctx.runtime_dynamo_namespace},
         {"name": "DYN_COMPONENT", "value": ctx.type if component_type is None else component_type},
         {"name": "DYN_PARENT_DGD_K8S_NAME", "value": ctx.parent_name},
@@ -50,22 +50,22 @@ def common_env(ctx: ComponentContext, component_type: str | None = None) -> list
     return env
 
 
-def common_container(ctx: ComponentContext) -> Obj:
+def common_container(ctx: ComponentContext) -> Manifest:
     return {"name": MAIN_CONTAINER, "command": list(DEFAULT_COMMAND), "env": common_env(ctx)}
 
 
-def base_pod_spec() -> Obj:
+def base_pod_spec() -> Manifest:
     return {
         "terminationGracePeriodSeconds": DEFAULT_TERMINATION_GRACE_PERIOD_S,
         "restartPolicy": DEFAULT_RESTART_POLICY,
     }
 
 
-def http_probe(path: str, port: str, **timing: int) -> Obj:
+def http_probe(path: str, port: str, **timing: int) -> Manifest:
     return {"httpGet": {"path": path, "port": port}, **timing}
 
 
-def system_service_port() -> Obj:
+def system_service_port() -> Manifest:
     return {"name": SYSTEM_PORT_NAME, "port": SYSTEM_PORT, "targetPort": SYSTEM_PORT_NAME, "protocol": "TCP"}
 
 
@@ -83,13 +83,13 @@ class BaseComponentDefaults:
     # Service account the DGD controller sets on the generated DCD's pod template.
     dcd_service_account: str | None = None
 
-    def container(self, ctx: ComponentContext) -> Obj:
+    def container(self, ctx: ComponentContext) -> Manifest:
         return common_container(ctx)
 
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
+    def pod_spec(self, ctx: ComponentContext) -> Manifest:
         return base_pod_spec()
 
-    def service_port(self, ctx: ComponentContext) -> Obj:
+    def service_port(self, ctx: ComponentContext) -> Manifest:
         return system_service_port()
 
     def dcd_annotations(self) -> Mapping[str, str]:

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from dynamo_infra.api import Problem, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.component_common import BaseComponentDefaults
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.epp import EPP
 from dynamo_infra.render.frontend import Frontend
 from dynamo_infra.render.planner import Planner
@@ -24,11 +25,11 @@ class ComponentDefaults(Protocol):
     sub_component_type: str | None
     dcd_service_account: str | None
 
-    def container(self, ctx: ComponentContext) -> Obj: ...
+    def container(self, ctx: ComponentContext) -> Manifest: ...
 
-    def pod_spec(self, ctx: ComponentContext) -> Obj: ...
+    def pod_spec(self, ctx: ComponentContext) -> Manifest: ...
 
-    def service_port(self, ctx: ComponentContext) -> Obj:
+    def service_port(self, ctx: ComponentContext) -> Manifest:
         """The single port of the component's ClusterIP Service."""
         ...
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import names
 from dynamo_infra.render.legacy import LegacyComponent, LegacyGraph
-
-Obj = dict[str, Any]
 
 # Every Dynamo pod's runtime container.
 MAIN_CONTAINER = "main"
@@ -64,7 +62,7 @@ class ComponentContext:
     dcd_name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
-    spec: Obj
+    spec: Manifest
     legacy: LegacyComponent = field(default_factory=LegacyComponent)
     graph_spec_annotations: Mapping[str, str] = field(default_factory=dict)
     # Observed readiness of the component's checkpoint (None: absent or unknown).
@@ -115,7 +113,7 @@ class ComponentContext:
         return self.labels.get(names.LABEL_WORKER_HASH) or self.template_labels.get(names.LABEL_WORKER_HASH)
 
     @property
-    def pod_template(self) -> Obj:
+    def pod_template(self) -> Manifest:
         return dict(self.spec.get("podTemplate") or {})
 
     @property
@@ -127,10 +125,10 @@ class ComponentContext:
         return dict((self.pod_template.get("metadata") or {}).get("annotations") or {})
 
     @property
-    def template_spec(self) -> Obj:
+    def template_spec(self) -> Manifest:
         return dict(self.pod_template.get("spec") or {})
 
-    def container(self, name: str) -> Obj | None:
+    def container(self, name: str) -> Manifest | None:
         for c in self.template_spec.get("containers") or []:
             if c.get("name") == name:
                 return dict(c)
@@ -162,17 +160,17 @@ class ComponentContext:
         return int((self.spec.get("multinode") or {}).get("nodeCount") or 1)
 
     @property
-    def experimental(self) -> Obj:
+    def experimental(self) -> Manifest:
         return dict(self.spec.get("experimental") or {})
 
     @property
-    def gms(self) -> Obj | None:
+    def gms(self) -> Manifest | None:
         """`experimental.gpuMemoryService` (presence enables it)."""
         gms = self.experimental.get("gpuMemoryService")
         return None if gms is None else dict(gms)
 
     @property
-    def failover(self) -> Obj | None:
+    def failover(self) -> Manifest | None:
         failover = self.experimental.get("failover")
         return None if failover is None else dict(failover)
 
@@ -201,7 +199,7 @@ class ComponentContext:
         return self.node_count > 1 or self.inter_pod_gms
 
     @property
-    def checkpoint(self) -> Obj | None:
+    def checkpoint(self) -> Manifest | None:
         """`experimental.checkpoint` when enabled."""
         ckpt = self.experimental.get("checkpoint")
         return dict(ckpt) if ckpt and ckpt.get("enabled") else None

@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import kvtransfer, names
 from dynamo_infra.render.component_type import defaults_for
-from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext, Obj
+from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext
 from dynamo_infra.render.epp import has_epp
 
 # apiVersion/kind of the generated component objects.
@@ -21,7 +22,7 @@ def _low_priority(dst: dict[str, str], src: dict[str, str] | None) -> dict[str, 
     return {**(src or {}), **dst}
 
 
-def _ensure_main(template: Obj) -> Obj:
+def _ensure_main(template: Manifest) -> Manifest:
     """ensureMainContainer: the `main` container of the template, created first when absent."""
     spec = template.setdefault("spec", {})
     containers = spec.setdefault("containers", [])
@@ -32,14 +33,14 @@ def _ensure_main(template: Obj) -> Obj:
     return containers[0]  # type: ignore[no-any-return]
 
 
-def _set_main(template: Obj, main: Obj) -> None:
+def _set_main(template: Manifest, main: Manifest) -> None:
     containers = template["spec"]["containers"]
     for i, c in enumerate(containers):
         if c.get("name") == MAIN_CONTAINER:
             containers[i] = main
 
 
-def _template_defaults(g: GraphContext, component: v1beta1.Component, template: Obj) -> None:
+def _template_defaults(g: GraphContext, component: v1beta1.Component, template: Manifest) -> None:
     """applyDGDTemplateDefaults: DGD env under main's, KV policy, propagated metadata."""
     meta = template.setdefault("metadata", {})
     if g.dgd.spec.env:
@@ -59,7 +60,7 @@ def _template_defaults(g: GraphContext, component: v1beta1.Component, template: 
     meta["labels"] = _low_priority(dict(meta.get("labels") or {}), g.dgd.spec.labels)
 
 
-def _prune_empty(template: Obj) -> Obj:
+def _prune_empty(template: Manifest) -> Manifest:
     """Go omits empty maps and slices; so do we."""
     meta = {k: v for k, v in (template.get("metadata") or {}).items() if v}
     out = {k: v for k, v in template.items() if k != "metadata"}
@@ -72,7 +73,7 @@ def _prune_empty(template: Obj) -> Obj:
 
 def generate_dcd(
     g: GraphContext, component: v1beta1.Component, worker_hash: str | None, *, grove: bool = False
-) -> Obj:
+) -> Manifest:
     """The v1beta1 DCD for one component (`worker_hash` names worker generations).
 
     With `grove`, the component as the Grove pathway renders it (no DCD exists there): no worker
@@ -125,7 +126,7 @@ def generate_dcd(
     backend = (g.dgd.spec.backend_framework or "") if grove else g.backend
     if backend:
         spec["backendFramework"] = backend
-    metadata: Obj = {"name": dcd_name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
+    metadata: Manifest = {"name": dcd_name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
     if annotations:
         metadata["annotations"] = annotations
     return {

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import checkpoint, names
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
-from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, Obj
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext
 from dynamo_infra.render.multinode import Deployer, Role
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 
@@ -78,7 +79,7 @@ def _int_or_string(value: str) -> int | str:
     return int(value) if value.isdigit() else value
 
 
-def strategy(ctx: ComponentContext, annotations: dict[str, str]) -> Obj:
+def strategy(ctx: ComponentContext, annotations: dict[str, str]) -> Manifest:
     resource = {**ctx.legacy.annotations, **ctx.template_annotations}
     if resource.get(names.ANNOTATION_DEPLOYMENT_STRATEGY) == STRATEGY_RECREATE:
         return {"type": "Recreate"}
@@ -95,14 +96,16 @@ def replicas(ctx: ComponentContext) -> int:
     return DEFAULT_REPLICAS if r is None else int(r)
 
 
-def _metadata(ctx: ComponentContext, name: str, labels: dict[str, str], annotations: dict[str, str]) -> Obj:
-    meta: Obj = {"name": name, "namespace": ctx.namespace, "labels": labels}
+def _metadata(
+    ctx: ComponentContext, name: str, labels: dict[str, str], annotations: dict[str, str]
+) -> Manifest:
+    meta: Manifest = {"name": name, "namespace": ctx.namespace, "labels": labels}
     if annotations:
         meta["annotations"] = annotations
     return meta
 
 
-def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Obj:
+def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Manifest:
     """generatePodTemplateSpec of the DCD controller: pod labels and annotations, role's pod spec."""
     restore_labels, restore_annotations = checkpoint.restore_target_metadata(ctx)
     annotations = {
@@ -110,17 +113,17 @@ def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MA
         **checkpoint.restore_candidate_annotations(ctx),
         **restore_annotations,
     }
-    meta: Obj = {"labels": dict(sorted({**pod_labels(ctx, annotations), **restore_labels}.items()))}
+    meta: Manifest = {"labels": dict(sorted({**pod_labels(ctx, annotations), **restore_labels}.items()))}
     if annotations:
         meta["annotations"] = dict(annotations)
     spec = with_default_service_account(pod_spec(ctx, placement(ctx, deployer, role)))
     return {"metadata": meta, "spec": spec}
 
 
-def deployment(ctx: ComponentContext, deployer: Deployer) -> Obj:
+def deployment(ctx: ComponentContext, deployer: Deployer) -> Manifest:
     """The component's Deployment (`deployer` addresses peers of a multinode DCD without LWS)."""
     annotations = kube_annotations(ctx)
-    spec: Obj = {}
+    spec: Manifest = {}
     if ctx.spec.get("replicas") is not None:
         spec["replicas"] = int(ctx.spec["replicas"])
     spec.update(
@@ -138,7 +141,7 @@ def deployment(ctx: ComponentContext, deployer: Deployer) -> Obj:
     }
 
 
-def service(ctx: ComponentContext) -> Obj | None:
+def service(ctx: ComponentContext) -> Manifest | None:
     """The component's ClusterIP Service: with Kubernetes discovery, or when its type always has one."""
     defaults = defaults_for(ctx.type)
     if not (ctx.k8s_discovery or defaults.service_without_discovery):
@@ -167,7 +170,7 @@ def service(ctx: ComponentContext) -> Obj | None:
     }
 
 
-def model_service(ctx: ComponentContext) -> Obj | None:
+def model_service(ctx: ComponentContext) -> Manifest | None:
     """Headless Service that finds every pod serving the component's base model."""
     model = ctx.model_ref
     if not model:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from dynamo_infra.render.context import GraphContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import GraphContext
 from dynamo_infra.render.names import discovery_service_account
 
 # Labels the operator puts on its discovery RBAC objects.
@@ -22,7 +23,7 @@ def label_value(value: str) -> str:
     return f"{value[: MAX_LABEL_VALUE - 9]}-{digest}"
 
 
-def discovery_rbac(g: GraphContext) -> list[Obj]:
+def discovery_rbac(g: GraphContext) -> list[Manifest]:
     sa = discovery_service_account(g.name)
     labels = {
         "app.kubernetes.io/managed-by": MANAGED_BY,

@@ -4,7 +4,8 @@ replaces device-plugin GPUs when the GPU memory service runs in the pod."""
 from __future__ import annotations
 
 from dynamo_infra.api import DynamoValidationError, Problem
-from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import ComponentContext, GraphContext
 from dynamo_infra.render.multinode import gpu_limit, is_gpu_resource
 
 # resource.k8s.io API of ResourceClaimTemplates (GA in Kubernetes 1.34).
@@ -29,18 +30,18 @@ def claim_template_name(graph: str, component: str) -> str:
     return f"{graph}-{component.lower()}-gpu"
 
 
-def device_class(gms: Obj | None) -> str:
+def device_class(gms: Manifest | None) -> str:
     return str((gms or {}).get("deviceClassName") or DEFAULT_DEVICE_CLASS)
 
 
-def exact_request(name: str, device_class_name: str, count: int) -> Obj:
+def exact_request(name: str, device_class_name: str, count: int) -> Manifest:
     return {
         "name": name,
         "exactly": {"deviceClassName": device_class_name, "allocationMode": "ExactCount", "count": count},
     }
 
 
-def resource_claim_template(name: str, namespace: str, device_class_name: str, count: int) -> Obj:
+def resource_claim_template(name: str, namespace: str, device_class_name: str, count: int) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": "ResourceClaimTemplate",
@@ -49,7 +50,7 @@ def resource_claim_template(name: str, namespace: str, device_class_name: str, c
     }
 
 
-def graph_claim_templates(g: GraphContext, contexts: list[ComponentContext]) -> list[Obj]:
+def graph_claim_templates(g: GraphContext, contexts: list[ComponentContext]) -> list[Manifest]:
     """One template per component with a GPU memory service (the operator fails without DRA)."""
     needs = [c for c in contexts if c.gms is not None or c.inter_pod_failover]
     if needs and not g.options.dra.enabled:
@@ -69,9 +70,9 @@ def graph_claim_templates(g: GraphContext, contexts: list[ComponentContext]) -> 
     return out
 
 
-def without_gpus(resources: Obj | None) -> Obj:
+def without_gpus(resources: Manifest | None) -> Manifest:
     """Resources with every GPU-like request and limit removed (DRA allocates the devices)."""
-    out: Obj = {}
+    out: Manifest = {}
     for key, value in (resources or {}).items():
         if key in ("limits", "requests"):
             kept = {k: v for k, v in (value or {}).items() if not is_gpu_resource(k)}
@@ -82,7 +83,7 @@ def without_gpus(resources: Obj | None) -> Obj:
     return out
 
 
-def with_claim(container: Obj, claim: str = CLAIM_NAME) -> Obj:
+def with_claim(container: Manifest, claim: str = CLAIM_NAME) -> Manifest:
     resources = without_gpus(container.get("resources"))
     claims = list(resources.get("claims") or [])
     if not any(c.get("name") == claim for c in claims):
@@ -90,7 +91,7 @@ def with_claim(container: Obj, claim: str = CLAIM_NAME) -> Obj:
     return {**container, "resources": {**resources, "claims": claims}}
 
 
-def with_toleration(pod: Obj) -> Obj:
+def with_toleration(pod: Manifest) -> Manifest:
     tolerations = list(pod.get("tolerations") or [])
     if any(
         t.get("key") == GPU_TOLERATION["key"] and t.get("effect") == GPU_TOLERATION["effect"]
@@ -100,7 +101,7 @@ def with_toleration(pod: Obj) -> Obj:
     return {**pod, "tolerations": [*tolerations, dict(GPU_TOLERATION)]}
 
 
-def apply_claim(pod: Obj, template: str) -> Obj:
+def apply_claim(pod: Manifest, template: str) -> Manifest:
     """The first container's GPUs become the shared pod claim `intrapod-shared-gpu`."""
     containers = list(pod.get("containers") or [])
     containers[0] = with_claim(containers[0])

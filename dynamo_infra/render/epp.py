@@ -8,9 +8,10 @@ from collections.abc import Mapping
 import yaml
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
 from dynamo_infra.render.component_common import BaseComponentDefaults, base_pod_spec, common_container
-from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import ComponentContext, GraphContext
 
 # The component type this module renders.
 TYPE = "epp"
@@ -63,7 +64,7 @@ def pool_name(dgd: str) -> str:
     return f"{dgd}-pool"
 
 
-def _config_volume(ctx: ComponentContext) -> Obj:
+def _config_volume(ctx: ComponentContext) -> Manifest:
     ref = (ctx.spec.get("eppConfig") or {}).get("configMapRef")
     name, key = config_map_name(ctx.parent_name), CONFIG_KEY
     if ref:
@@ -71,14 +72,14 @@ def _config_volume(ctx: ComponentContext) -> Obj:
     return {"name": CONFIG_VOLUME, "configMap": {"name": name, "items": [{"key": key, "path": CONFIG_KEY}]}}
 
 
-def _grpc_probe(**timing: int) -> Obj:
+def _grpc_probe(**timing: int) -> Manifest:
     return {"grpc": {"port": GRPC_HEALTH_PORT, "service": GRPC_HEALTH_SERVICE}, **timing}
 
 
 class EPP(BaseComponentDefaults):
     supports_failover = False
 
-    def container(self, ctx: ComponentContext) -> Obj:
+    def container(self, ctx: ComponentContext) -> Manifest:
         base = common_container(ctx)
         base.pop("command")
         env = [
@@ -114,7 +115,7 @@ class EPP(BaseComponentDefaults):
             ],
         }
 
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
+    def pod_spec(self, ctx: ComponentContext) -> Manifest:
         return {
             **base_pod_spec(),
             "serviceAccountName": SERVICE_ACCOUNT,
@@ -122,7 +123,7 @@ class EPP(BaseComponentDefaults):
             "volumes": [_config_volume(ctx), {"name": HF_CACHE_VOLUME, "emptyDir": {}}],
         }
 
-    def service_port(self, ctx: ComponentContext) -> Obj:
+    def service_port(self, ctx: ComponentContext) -> Manifest:
         return {
             "name": GRPC_PORT_NAME,
             "port": GRPC_PORT,
@@ -136,7 +137,7 @@ class EPP(BaseComponentDefaults):
         return {names.ANNOTATION_ISTIO_INJECT: "false"}
 
 
-def picker_config_yaml(config: Obj) -> str:
+def picker_config_yaml(config: Manifest) -> str:
     """The inline EndpointPickerConfig as the operator writes it (sorted keys, block style)."""
     doc = {"apiVersion": PICKER_CONFIG_API_VERSION, "kind": PICKER_CONFIG_KIND, **config}
     return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, allow_unicode=True)
@@ -156,12 +157,12 @@ def _labels(g: GraphContext, component: str) -> dict[str, str]:
     return {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component, names.LABEL_COMPONENT_TYPE: TYPE}
 
 
-def epp_objects(g: GraphContext) -> list[Obj]:
+def epp_objects(g: GraphContext) -> list[Manifest]:
     """ConfigMap (inline config only), InferencePool and, with Istio, the DestinationRule."""
     epp = epp_component(g.dgd)
     if epp is None:
         return []
-    out: list[Obj] = []
+    out: list[Manifest] = []
     cfg = epp.epp_config.to_wire() if epp.epp_config else {}
     if not cfg.get("configMapRef"):
         if cfg.get("config") is None:
@@ -209,11 +210,11 @@ def epp_objects(g: GraphContext) -> list[Obj]:
     return out
 
 
-def destination_rule(service: str, g: GraphContext) -> Obj:
+def destination_rule(service: str, g: GraphContext) -> Manifest:
     """How mesh sidecars reach the EPP's own TLS endpoint (avoids double TLS)."""
     istio = g.options.service_mesh.istio
     skip = DEFAULT_INSECURE_SKIP_VERIFY if istio.insecure_skip_verify is None else istio.insecure_skip_verify
-    tls: Obj = {"mode": istio.tls_mode, "insecureSkipVerify": skip}
+    tls: Manifest = {"mode": istio.tls_mode, "insecureSkipVerify": skip}
     if istio.tls_mode == "MUTUAL":
         tls.update(
             {

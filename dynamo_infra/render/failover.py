@@ -4,8 +4,9 @@ pod's GPUs through the GPU memory service; each backend adjusts its engines (or 
 from __future__ import annotations
 
 from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.backend import Backend
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.gms import INTRAPOD_PATH
 
 # Active + standby.
@@ -32,7 +33,7 @@ def engine_name(n: int) -> str:
     return f"engine-{n}"
 
 
-def engine_container(base: Obj, n: int) -> Obj:
+def engine_container(base: Manifest, n: int) -> Manifest:
     """Engine N: its own system port (`system-N`), env and probes retargeted to it."""
     name, port_name, port = engine_name(n), f"system-{n}", SYSTEM_PORT_BASE + n
     env = [e for e in base.get("env") or [] if e.get("name") not in REPLACED_ENV]
@@ -57,7 +58,7 @@ def engine_container(base: Obj, n: int) -> Obj:
     return engine
 
 
-def intra_pod(ctx: ComponentContext, pod: Obj, backend: Backend, nodes: int) -> Obj:
+def intra_pod(ctx: ComponentContext, pod: Manifest, backend: Backend, nodes: int) -> Manifest:
     """Main becomes engine-0 and engine-1 (sidecars kept after them)."""
     containers = list(pod.get("containers") or [])
     clones = [

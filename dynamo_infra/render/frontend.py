@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.component_common import BaseComponentDefaults, common_env, http_probe
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 
 # HTTP port the frontend serves on (container port `http`, Service port `http`).
 HTTP_PORT = 8000
@@ -18,7 +19,7 @@ LIVENESS = {"initialDelaySeconds": 15, "periodSeconds": 10, "timeoutSeconds": 1,
 READINESS = {"initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
 
 
-def frontend_container(ctx: ComponentContext, name: str) -> Obj:
+def frontend_container(ctx: ComponentContext, name: str) -> Manifest:
     """The frontend defaults, also merged into a worker's frontend sidecar."""
     env = [
         *common_env(ctx, FRONTEND),
@@ -42,8 +43,8 @@ class Frontend(BaseComponentDefaults):
     cluster_ingress = True
     supports_failover = False
 
-    def container(self, ctx: ComponentContext) -> Obj:
+    def container(self, ctx: ComponentContext) -> Manifest:
         return frontend_container(ctx, "main")
 
-    def service_port(self, ctx: ComponentContext) -> Obj:
+    def service_port(self, ctx: ComponentContext) -> Manifest:
         return {"name": HTTP_PORT_NAME, "port": HTTP_PORT, "targetPort": HTTP_PORT_NAME, "protocol": "TCP"}

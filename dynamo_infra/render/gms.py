@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import dra
 from dynamo_infra.render.component_type import defaults_for
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import Role, append_env, gpu_limit
 
 # Intra-pod: the sidecar, its socket volume (emptyDir) and the env telling clients where it is.
@@ -38,18 +39,18 @@ WORKER_SUFFIX = "wkr"
 RANK_REQUEST_NAME = "gpu"
 
 
-def socket_env(path: str = INTRAPOD_PATH) -> Obj:
+def socket_env(path: str = INTRAPOD_PATH) -> Manifest:
     return {"name": SOCKET_DIR_ENV, "value": path}
 
 
-def _replace_or_append(items: list[Obj], item: Obj) -> list[Obj]:
+def _replace_or_append(items: list[Manifest], item: Manifest) -> list[Manifest]:
     for i, existing in enumerate(items):
         if existing.get("name") == item["name"]:
             return [*items[:i], item, *items[i + 1 :]]
     return [*items, item]
 
 
-def with_client(pod: Obj, container: Obj) -> tuple[Obj, Obj]:
+def with_client(pod: Manifest, container: Manifest) -> tuple[Manifest, Manifest]:
     """EnsureClient: socket volume, mount and env, GPUs handed to the shared claim."""
     volume = {"name": INTRAPOD_VOLUME, "emptyDir": {}}
     pod = {**pod, "volumes": _replace_or_append(list(pod.get("volumes") or []), volume)}
@@ -62,16 +63,16 @@ def with_client(pod: Obj, container: Obj) -> tuple[Obj, Obj]:
     return pod, dra.with_claim(container)
 
 
-def with_v1(container: Obj) -> Obj:
+def with_v1(container: Manifest) -> Manifest:
     return {
         **container,
         "env": _replace_or_append(list(container.get("env") or []), {"name": USE_V1_ENV, "value": "true"}),
     }
 
 
-def server_sidecar(image: str | None) -> Obj:
+def server_sidecar(image: str | None) -> Manifest:
     """Native sidecar (restartPolicy Always); no startup probe, clients retry the socket."""
-    c: Obj = {
+    c: Manifest = {
         "name": SERVER_CONTAINER,
         "command": ["python3", "-m", SERVER_MODULE],
         "env": [socket_env()],
@@ -82,7 +83,7 @@ def server_sidecar(image: str | None) -> Obj:
     return {"name": SERVER_CONTAINER, "image": image, **c} if image else c
 
 
-def intra_pod(ctx: ComponentContext, pod: Obj) -> Obj:
+def intra_pod(ctx: ComponentContext, pod: Manifest) -> Manifest:
     """The shared GPU claim on main, the gms-server sidecar, and the extra GMS client containers."""
     gms = ctx.gms or {}
     pod = dra.apply_claim(pod, dra.claim_template_name(ctx.parent_name, ctx.name))
@@ -130,7 +131,7 @@ def inter_pod_roles(name: str, nodes: int, engine_pods: int) -> list[CliqueRole]
     return out
 
 
-def _shared(rank: int) -> tuple[Obj, Obj]:
+def _shared(rank: int) -> tuple[Manifest, Manifest]:
     volume = {"name": SHARED_VOLUME, "hostPath": {"path": HOST_PATH_BASE, "type": "DirectoryOrCreate"}}
     mount = {
         "name": SHARED_VOLUME,
@@ -140,9 +141,9 @@ def _shared(rank: int) -> tuple[Obj, Obj]:
     return volume, mount
 
 
-def _perm_fix(rank: int, image: str | None) -> Obj:
+def _perm_fix(rank: int, image: str | None) -> Manifest:
     _, mount = _shared(rank)
-    c: Obj = {
+    c: Manifest = {
         "name": PERM_FIX_CONTAINER,
         "command": ["sh", "-c", f"chmod 1777 {SHARED_PATH}"],
         "securityContext": {"runAsUser": 0, "runAsNonRoot": False},
@@ -151,7 +152,7 @@ def _perm_fix(rank: int, image: str | None) -> Obj:
     return {"name": PERM_FIX_CONTAINER, "image": image, **c} if image else c
 
 
-def _with_shared(pod: Obj, container: Obj, rank: int) -> tuple[Obj, Obj]:
+def _with_shared(pod: Manifest, container: Manifest, rank: int) -> tuple[Manifest, Manifest]:
     """GPUs left to DRA, GPU toleration, the rank's shared directory and its permission fix."""
     volume, mount = _shared(rank)
     container = {
@@ -178,7 +179,7 @@ def server_script() -> str:
     )
 
 
-def weight_server_pod(base: Obj, rank: int, gpus: int) -> Obj:
+def weight_server_pod(base: Manifest, rank: int, gpus: int) -> Manifest:
     """The GMS weight-server pod of one rank, derived from the engine's base pod."""
     containers = list(base.get("containers") or [])
     if not containers:
@@ -200,7 +201,7 @@ def weight_server_pod(base: Obj, rank: int, gpus: int) -> Obj:
     return {**pod, "containers": [main, *containers[1:]]}
 
 
-def engine_pod(pod: Obj, rank: int, failover: bool) -> Obj:
+def engine_pod(pod: Manifest, rank: int, failover: bool) -> Manifest:
     """An engine pod of the inter-pod layout (failover engines never restart in place)."""
     containers = list(pod.get("containers") or [])
     if not containers:
@@ -226,7 +227,7 @@ def rank_claim_name(component: str, rank: int) -> str:
     return f"{component.lower().replace('.', '-')}-gpu-rank-{rank}"
 
 
-def rank_claim_templates(ctx: ComponentContext, roles: list[CliqueRole]) -> list[Obj]:
+def rank_claim_templates(ctx: ComponentContext, roles: list[CliqueRole]) -> list[Manifest]:
     """PodCliqueSet `resourceClaimTemplates`: one per rank, all alike."""
     count = gpu_limit((ctx.container("main") or {}).get("resources"))
     ranks = sorted({r.rank for r in roles})
@@ -245,7 +246,7 @@ def rank_claim_templates(ctx: ComponentContext, roles: list[CliqueRole]) -> list
     ]
 
 
-def resource_sharing(ctx: ComponentContext, roles: list[CliqueRole]) -> list[Obj]:
+def resource_sharing(ctx: ComponentContext, roles: list[CliqueRole]) -> list[Manifest]:
     """PodCliqueScalingGroup sharing: each rank's claim, per replica, for its two cliques."""
     ranks: dict[int, list[str]] = {}
     for r in roles:

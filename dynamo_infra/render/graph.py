@@ -8,11 +8,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, to_hub, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
 from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
-from dynamo_infra.render.context import ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import ComponentContext, GraphContext
 from dynamo_infra.render.dcd import generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
 from dynamo_infra.render.discovery import discovery_rbac
@@ -51,11 +52,11 @@ class RenderedComponent:
     type: str
     dcd_name: str
     replicas: int
-    dcd: Obj | None
-    objects: tuple[Obj, ...]
+    dcd: Manifest | None
+    objects: tuple[Manifest, ...]
     scaling_adapter: bool = False
     # The DGDSA to create once (its replicas then belong to the adapter), when `scalingAdapter` is set.
-    adapter: Obj | None = None
+    adapter: Manifest | None = None
     # Replicas owned by a legacy HPA (rendered among `objects`).
     autoscaled: bool = False
     # Whether the provider should attach the namespace's matching dockerconfigjson secrets.
@@ -63,7 +64,7 @@ class RenderedComponent:
     # Deployment, LeaderWorkerSet, PodClique or PodCliqueScalingGroup: what decides readiness.
     workload_kind: str = DEPLOYMENT
     # Grove pathway: {apiVersion, kind, name, replicas} of the component's PodClique / PCSG.
-    scale_target: Obj | None = None
+    scale_target: Manifest | None = None
     # Replicas held at 0 while the component waits for its checkpoint.
     waiting_for_checkpoint: bool = False
 
@@ -74,10 +75,10 @@ class RenderedGraph:
     namespace: str
     dynamo_namespace: str
     worker_hash: str | None
-    shared: tuple[Obj, ...] = ()
+    shared: tuple[Manifest, ...] = ()
     components: dict[str, RenderedComponent] = field(default_factory=dict)
     # PVCs to create when missing (never updated; retained on destroy unless opted in).
-    pvcs: tuple[Obj, ...] = ()
+    pvcs: tuple[Manifest, ...] = ()
     # PVC names the graph needs but does not create (must exist before the workloads start).
     required_pvcs: tuple[str, ...] = ()
     # DGD metadata annotations as the operator would store them (webhook default, current hash).
@@ -87,15 +88,15 @@ class RenderedGraph:
     pathway: str = PATHWAY_COMPONENTS
     # Grove pathway: the PodCliqueSet, applied and awaited as one unit (its replicas per clique and
     # scaling group are create-only; later changes go through each component's `scale_target`).
-    workloads: tuple[Obj, ...] = ()
+    workloads: tuple[Manifest, ...] = ()
     # DGD-managed DynamoCheckpoints (the checkpoint controller then runs their capture Jobs).
-    checkpoints: tuple[Obj, ...] = ()
+    checkpoints: tuple[Manifest, ...] = ()
     # Secrets the graph's pods mount but the user provides (the TRT-LLM MPI SSH key pair).
     required_secrets: tuple[str, ...] = ()
     # `status.checkpoints` entries as the operator reports them.
-    checkpoint_status: Mapping[str, Obj] = field(default_factory=dict)
+    checkpoint_status: Mapping[str, Manifest] = field(default_factory=dict)
 
-    def all_objects(self) -> list[Obj]:
+    def all_objects(self) -> list[Manifest]:
         out = [*self.shared, *self.workloads]
         for c in self.components.values():
             out.extend(c.objects)
@@ -119,7 +120,7 @@ def worker_hash(g: GraphContext) -> str | None:
     workers = sorted((c for c in g.dgd.spec.components or [] if c.is_worker), key=lambda c: c.name)
     if not workers:
         return None
-    rendered: dict[str, Obj] = {}
+    rendered: dict[str, Manifest] = {}
     for c in workers:
         d = generate_dcd(g, c, names.WORKER_HASH_PLACEHOLDER)
         rendered[c.name] = {
@@ -137,7 +138,7 @@ def worker_hash(g: GraphContext) -> str | None:
 
 
 def component_context(
-    dcd: Obj,
+    dcd: Manifest,
     options: ClusterOptions,
     legacy: LegacyComponent | None = None,
     graph_spec_annotations: Mapping[str, str] | None = None,
@@ -163,7 +164,7 @@ def workload_kind(ctx: ComponentContext) -> str:
 
 
 # Workload renderers of the DCD path, by kind (every DCD pod uses LWS addressing).
-WORKLOADS: Mapping[str, Callable[[ComponentContext], Obj]] = {
+WORKLOADS: Mapping[str, Callable[[ComponentContext], Manifest]] = {
     DEPLOYMENT: functools.partial(deployment, deployer=lws.DEPLOYER),
     LEADER_WORKER_SET: lws.leader_worker_set,
 }
@@ -171,7 +172,7 @@ WORKLOADS: Mapping[str, Callable[[ComponentContext], Obj]] = {
 
 def component_objects(
     ctx: ComponentContext, kind: str, pull_secrets: Sequence[PullSecret] | None = None
-) -> list[Obj]:
+) -> list[Manifest]:
     """What the component controller creates for one DCD with its workload `kind` (model Service excluded)."""
     workload = WORKLOADS[kind](ctx)
     objects = [workload, service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
@@ -182,8 +183,8 @@ def component_objects(
 
 
 def render_dcd(
-    dcd: Obj, options: ClusterOptions | None = None, pull_secrets: Sequence[PullSecret] | None = None
-) -> list[Obj]:
+    dcd: Manifest, options: ClusterOptions | None = None, pull_secrets: Sequence[PullSecret] | None = None
+) -> list[Manifest]:
     """Objects for a standalone DynamoComponentDeployment (v1beta1 wire form)."""
     ctx = component_context(dcd, options or ClusterOptions())
     model = model_service(ctx)
@@ -206,9 +207,9 @@ def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: 
         raise _fail(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR)
 
 
-def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Obj]:
+def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
     """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
-    shared: list[Obj] = discovery_rbac(g) if g.k8s_discovery else []
+    shared: list[Manifest] = discovery_rbac(g) if g.k8s_discovery else []
     shared.extend(epp_objects(g))
     shared.extend(dra.graph_claim_templates(g, list(contexts)))
     if any(ctx.node_count > 1 for ctx in contexts):
@@ -233,14 +234,14 @@ def _pull_secret_discovery(options: ClusterOptions, ctx: ComponentContext) -> bo
 @dataclass(frozen=True)
 class _Pathway:
     components: dict[str, RenderedComponent]
-    workloads: tuple[Obj, ...] = ()
-    checkpoints: tuple[Obj, ...] = ()
-    checkpoint_status: Mapping[str, Obj] = field(default_factory=dict)
+    workloads: tuple[Manifest, ...] = ()
+    checkpoints: tuple[Manifest, ...] = ()
+    checkpoint_status: Mapping[str, Manifest] = field(default_factory=dict)
 
 
 def _checkpoint_for(
     g: GraphContext, c: v1beta1.Component, ctx: ComponentContext, whash: str | None
-) -> tuple[Obj | None, Obj | None]:
+) -> tuple[Manifest | None, Manifest | None]:
     """The component's DynamoCheckpoint and its status entry (checkpoint gate on)."""
     if not g.options.checkpoint.enabled or checkpoint.config_of(c) is None:
         return None, None
@@ -262,8 +263,8 @@ def components_pathway(
 ) -> _Pathway:
     """One DCD per component; Deployment or LeaderWorkerSet, Service, Ingress, VirtualService."""
     components: dict[str, RenderedComponent] = {}
-    checkpoints: list[Obj] = []
-    status: dict[str, Obj] = {}
+    checkpoints: list[Manifest] = []
+    status: dict[str, Manifest] = {}
     models: set[str] = set()
     for c in sorted(g.dgd.spec.components or [], key=lambda c: c.name):
         dcd = generate_dcd(g, c, whash)
@@ -322,8 +323,8 @@ def grove_pathway(
         pcs = with_workload_pull_secrets(pcs, pull_secrets)
     name = pcs["metadata"]["name"]
     components: dict[str, RenderedComponent] = {}
-    checkpoints: list[Obj] = []
-    status: dict[str, Obj] = {}
+    checkpoints: list[Manifest] = []
+    status: dict[str, Manifest] = {}
     models: set[str] = set()
     for m in sorted(members, key=lambda m: m.component.name):
         c, ctx = m.component, m.ctx

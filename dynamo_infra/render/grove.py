@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
-from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, GraphContext, Obj
+from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, GraphContext
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
 from dynamo_infra.render.podspec import pod_spec
@@ -118,14 +119,14 @@ def fnv32a(text: str) -> int:
     return h
 
 
-def topology(topology_name: str, pack_domain: str | None) -> Obj | None:
+def topology(topology_name: str, pack_domain: str | None) -> Manifest | None:
     if not pack_domain:
         return None
-    out: Obj = {"pack": {"required": pack_domain}}
+    out: Manifest = {"pack": {"required": pack_domain}}
     return {"topologyName": topology_name, **out} if topology_name else out
 
 
-def component_topology(g: GraphContext, c: v1beta1.Component) -> Obj | None:
+def component_topology(g: GraphContext, c: v1beta1.Component) -> Manifest | None:
     """A component's pack domain; it names the cluster topology only when the graph packs nothing."""
     domain = c.topology_constraint.pack_domain if c.topology_constraint else None
     graph = g.dgd.spec.topology_constraint
@@ -200,7 +201,7 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
     return dict(sorted(out.items()))
 
 
-def with_scheduler(g: GraphContext, cl: Obj) -> Obj:
+def with_scheduler(g: GraphContext, cl: Manifest) -> Manifest:
     """The gang scheduler on the clique's pods (and its queue) unless the user chose another one."""
     scheduler = scheduler_for(g.options)
     pod = cl["spec"]["podSpec"]
@@ -213,7 +214,7 @@ def with_scheduler(g: GraphContext, cl: Obj) -> Obj:
     return out
 
 
-def role_pod_spec(m: Member, r: gms.CliqueRole) -> Obj:
+def role_pod_spec(m: Member, r: gms.CliqueRole) -> Manifest:
     """generatePodSpecForRole: weight-server pods, GMS engine pods, or the plain role pod."""
     ctx = m.ctx
     gpus = gpu_count((ctx.container("main") or {}).get("resources"))
@@ -229,7 +230,7 @@ def role_pod_spec(m: Member, r: gms.CliqueRole) -> Obj:
     return gms.engine_pod(pod, r.rank, ctx.inter_pod_failover) if ctx.inter_pod_gms else pod
 
 
-def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) -> Obj:
+def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) -> Manifest:
     ctx = m.ctx
     minimum = 1
     if not ctx.uses_scaling_group and m.component.min_available is not None:
@@ -240,7 +241,7 @@ def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) ->
     if r.role != Role.GMS and checkpoint.gates_replicas(ctx, ready):
         replicas = 0
     name = r.name.lower()
-    out: Obj = {
+    out: Manifest = {
         "name": name,
         "labels": clique_labels(g, m, r.role),
         "annotations": clique_annotations(g, m, r.role, ready),
@@ -278,9 +279,9 @@ def _starts_after(
     return out
 
 
-def scaling_group(g: GraphContext, m: Member, rs: list[gms.CliqueRole], ready: bool | None) -> Obj:
+def scaling_group(g: GraphContext, m: Member, rs: list[gms.CliqueRole], ready: bool | None) -> Manifest:
     ctx, c = m.ctx, m.component
-    out: Obj = {"name": c.name.lower(), "cliqueNames": [r.name.lower() for r in rs]}
+    out: Manifest = {"name": c.name.lower(), "cliqueNames": [r.name.lower() for r in rs]}
     if checkpoint.gates_replicas(ctx, ready):
         out["replicas"] = 0
     elif c.replicas is not None:
@@ -294,7 +295,7 @@ def scaling_group(g: GraphContext, m: Member, rs: list[gms.CliqueRole], ready: b
     return out
 
 
-def update_strategy(g: GraphContext) -> Obj | None:
+def update_strategy(g: GraphContext) -> Manifest | None:
     value = g.annotations.get(names.ANNOTATION_GROVE_UPDATE_STRATEGY)
     if value is None:
         return None
@@ -313,7 +314,7 @@ def update_strategy(g: GraphContext) -> Obj | None:
 
 def pod_clique_set(
     g: GraphContext, members: Sequence[Member], ready: Mapping[str, bool] | None = None
-) -> Obj:
+) -> Manifest:
     """GenerateGrovePodCliqueSet (`ready`: observed readiness of each component's checkpoint)."""
     ready = ready or {}
     name = pcs_name(g.name, members)
@@ -322,7 +323,7 @@ def pod_clique_set(
     scheduler = scheduler_for(g.options)
     if scheduler is not None:
         annotations.update(scheduler.pod_clique_set_annotations(g))
-    template: Obj = {
+    template: Manifest = {
         "headlessServiceConfig": {"publishNotReadyAddresses": True},
         "cliqueStartupType": STARTUP_ANY_ORDER,
     }
@@ -336,9 +337,9 @@ def pod_clique_set(
         tc = topology(graph_tc.cluster_topology_name, graph_tc.pack_domain)
         if tc:
             template["topologyConstraint"] = tc
-    cliques: list[Obj] = []
-    groups: list[Obj] = []
-    claims: list[Obj] = []
+    cliques: list[Manifest] = []
+    groups: list[Manifest] = []
+    claims: list[Manifest] = []
     for m in members:
         rs = roles(m.ctx)
         component_ready = ready.get(m.component.name)
@@ -358,10 +359,10 @@ def pod_clique_set(
         template["podCliqueScalingGroups"] = groups
     if claims:
         template["resourceClaimTemplates"] = claims
-    meta: Obj = {"name": name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
+    meta: Manifest = {"name": name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
     if annotations:
         meta["annotations"] = dict(sorted(annotations.items()))
-    spec: Obj = {"replicas": 1}
+    spec: Manifest = {"replicas": 1}
     strategy = update_strategy(g)
     if strategy:
         spec["updateStrategy"] = strategy
@@ -369,7 +370,7 @@ def pod_clique_set(
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta, "spec": spec}
 
 
-def scale_target(pcs: str, m: Member, ready: bool | None) -> Obj:
+def scale_target(pcs: str, m: Member, ready: bool | None) -> Manifest:
     """The PodClique / PodCliqueScalingGroup that carries a component's replicas and readiness.
 
     `replicas` is what the operator writes through its scale subresource on every reconcile: the
@@ -387,7 +388,7 @@ def scale_target(pcs: str, m: Member, ready: bool | None) -> Obj:
     }
 
 
-def component_service(g: GraphContext, m: Member) -> Obj | None:
+def component_service(g: GraphContext, m: Member) -> Manifest | None:
     """The component's ClusterIP Service on the Grove path (with k8s discovery, or when its type
     always has one)."""
     c, ctx = m.component, m.ctx

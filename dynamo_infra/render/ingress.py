@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
 from dynamo_infra.render.component_type import defaults_for
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 
 # Host suffix when neither the component nor the cluster sets one.
 DEFAULT_HOST_SUFFIX = "local"
@@ -13,7 +14,7 @@ SERVICE_PORT = 8000
 ISTIO_API_VERSION = "networking.istio.io/v1beta1"
 
 
-def ingress_spec(ctx: ComponentContext) -> Obj | None:
+def ingress_spec(ctx: ComponentContext) -> Manifest | None:
     """The component's preserved v1alpha1 ingress, else (types that take it, in a graph) the cluster default."""
     if ctx.legacy.ingress is not None:
         return dict(ctx.legacy.ingress)
@@ -21,7 +22,7 @@ def ingress_spec(ctx: ComponentContext) -> Obj | None:
         return None
     cfg = ctx.options.ingress
     gateway = ctx.options.virtual_service_gateway
-    spec: Obj = {
+    spec: Manifest = {
         "enabled": bool(gateway or cfg.controller_class_name),
         "host": ctx.parent_name,
         "useVirtualService": bool(gateway),
@@ -37,19 +38,19 @@ def ingress_spec(ctx: ComponentContext) -> Obj | None:
     return spec
 
 
-def host(spec: Obj) -> str:
+def host(spec: Manifest) -> str:
     """`{hostPrefix}{host}.{hostSuffix or "local"}`."""
     suffix = spec.get("hostSuffix")
     return f"{spec.get('hostPrefix') or ''}{spec.get('host') or ''}.{DEFAULT_HOST_SUFFIX if suffix is None else suffix}"
 
 
-def ingress(ctx: ComponentContext) -> Obj | None:
+def ingress(ctx: ComponentContext) -> Manifest | None:
     spec = ingress_spec(ctx)
     if not spec or not spec.get("enabled") or spec.get("ingressControllerClassName") is None:
         return None
     name = names.service_name(ctx.dcd_name)
     h = host(spec)
-    body: Obj = {
+    body: Manifest = {
         "ingressClassName": spec["ingressControllerClassName"],
         "rules": [
             {
@@ -76,7 +77,7 @@ def ingress(ctx: ComponentContext) -> Obj | None:
     }
 
 
-def virtual_service(ctx: ComponentContext) -> Obj | None:
+def virtual_service(ctx: ComponentContext) -> Manifest | None:
     """Only when the cluster has a gateway and the spec asks for a VirtualService."""
     spec = ingress_spec(ctx)
     if not ctx.options.virtual_service_gateway or not spec:

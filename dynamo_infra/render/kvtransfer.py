@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import names
-from dynamo_infra.render.context import Obj
 
 # Downward API volume the runtime reads its topology labels from.
 TOPOLOGY_VOLUME = "topology-labels"
@@ -22,7 +22,7 @@ POLICY_ENV = (
 )
 
 
-def policy_of(dgd: v1beta1.DynamoGraphDeployment) -> Obj | None:
+def policy_of(dgd: v1beta1.DynamoGraphDeployment) -> Manifest | None:
     """The graph's policy when it names a label key or a cluster topology."""
     exp = dgd.spec.experimental
     policy = exp.kv_transfer_policy.to_wire() if exp and exp.kv_transfer_policy else None
@@ -36,7 +36,7 @@ def _weight(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def policy_env(policy: Obj) -> list[Obj]:
+def policy_env(policy: Manifest) -> list[Manifest]:
     env = [
         {"name": "DYN_KV_TRANSFER_DOMAIN", "value": str(policy["domain"])},
         {"name": "DYN_KV_TRANSFER_ENFORCEMENT", "value": policy.get("enforcement") or DEFAULT_ENFORCEMENT},
@@ -48,7 +48,7 @@ def policy_env(policy: Obj) -> list[Obj]:
     return env
 
 
-def topology_volume(policy: Obj) -> Obj:
+def topology_volume(policy: Manifest) -> Manifest:
     """Projects the topology pod label into a file (no items without Grove cluster-topology domains)."""
     items = []
     if policy.get("labelKey"):
@@ -57,7 +57,7 @@ def topology_volume(policy: Obj) -> Obj:
     return {"name": TOPOLOGY_VOLUME, "downwardAPI": {"items": items} if items else {}}
 
 
-def apply_to_main(main: Obj, pod_spec: Obj, policy: Obj) -> tuple[Obj, Obj]:
+def apply_to_main(main: Manifest, pod_spec: Manifest, policy: Manifest) -> tuple[Manifest, Manifest]:
     """Policy env on the main container, the topology mount and volume (replacing earlier ones)."""
     env = merge_env([e for e in main.get("env") or [] if e.get("name") not in POLICY_ENV], policy_env(policy))
     mount = {"name": TOPOLOGY_VOLUME, "mountPath": TOPOLOGY_MOUNT_PATH, "readOnly": True}
@@ -73,7 +73,7 @@ def apply_to_main(main: Obj, pod_spec: Obj, policy: Obj) -> tuple[Obj, Obj]:
     )
 
 
-def topology_annotations(policy: Obj) -> dict[str, str]:
+def topology_annotations(policy: Manifest) -> dict[str, str]:
     """Annotations telling the topology label controller which node labels to copy."""
     out = {}
     if policy.get("labelKey"):

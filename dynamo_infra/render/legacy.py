@@ -9,11 +9,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dynamo_infra.api import v1beta1
-
-Obj = dict[str, Any]
+from dynamo_infra.api.manifest import Manifest
 
 # Annotation in which v1alpha1 -> v1beta1 conversion preserves the fields v1beta1 lacks.
 ANNOTATION_DGD_SPEC = "nvidia.com/dgd-spec"
@@ -27,22 +25,22 @@ class LegacyComponent:
     annotations: Mapping[str, str] = field(default_factory=dict)
     sub_component_type: str | None = None
     dynamo_namespace: str | None = None
-    ingress: Obj | None = None
-    autoscaling: Obj | None = None
+    ingress: Manifest | None = None
+    autoscaling: Manifest | None = None
 
 
 @dataclass(frozen=True)
 class LegacyGraph:
     """Graph-level v1alpha1 fields: `spec.pvcs` and the per-component leftovers."""
 
-    pvcs: tuple[Obj, ...] = ()
+    pvcs: tuple[Manifest, ...] = ()
     components: Mapping[str, LegacyComponent] = field(default_factory=dict)
 
     def component(self, name: str) -> LegacyComponent:
         return self.components.get(name) or LegacyComponent()
 
 
-def _component(raw: Obj) -> LegacyComponent:
+def _component(raw: Manifest) -> LegacyComponent:
     return LegacyComponent(
         labels=dict(raw.get("labels") or {}),
         annotations=dict(raw.get("annotations") or {}),
@@ -53,7 +51,7 @@ def _component(raw: Obj) -> LegacyComponent:
     )
 
 
-def _from_spec(spec: Obj) -> LegacyGraph:
+def _from_spec(spec: Manifest) -> LegacyGraph:
     services = spec.get("services") or {}
     return LegacyGraph(
         pvcs=tuple(dict(p) for p in spec.get("pvcs") or []),

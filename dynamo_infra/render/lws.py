@@ -4,8 +4,9 @@ LWS scaling the groups natively; and LWS addressing, which the DCD controller us
 from __future__ import annotations
 
 from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.deployment import kube_labels, pod_template, replicas
 from dynamo_infra.render.multinode import Role, with_empty_resources
 
@@ -45,7 +46,7 @@ def name(ctx: ComponentContext) -> str:
     return f"{ctx.dcd_name}-0"
 
 
-def _check_main(ctx: ComponentContext, spec: Obj) -> None:
+def _check_main(ctx: ComponentContext, spec: Manifest) -> None:
     main = next((c for c in spec.get("containers") or [] if c.get("name") == MAIN_CONTAINER), None)
     problem = None
     if main is None:
@@ -58,7 +59,7 @@ def _check_main(ctx: ComponentContext, spec: Obj) -> None:
         raise DynamoValidationError([Problem(f"components[{ctx.name}].podTemplate", problem)])
 
 
-def _template(ctx: ComponentContext, role: Role) -> Obj:
+def _template(ctx: ComponentContext, role: Role) -> Manifest:
     template = pod_template(ctx, DEPLOYER, role)
     labels = {k: v for k, v in template["metadata"]["labels"].items() if k != names.LABEL_SELECTOR}
     labels[names.LABEL_ROLE] = role.value
@@ -67,7 +68,7 @@ def _template(ctx: ComponentContext, role: Role) -> Obj:
     return {"metadata": meta, "spec": with_empty_resources(template["spec"])}
 
 
-def leader_worker_set(ctx: ComponentContext) -> Obj:
+def leader_worker_set(ctx: ComponentContext) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-Obj = dict[str, Any]
+from dynamo_infra.api.manifest import Manifest
 
 # A command whose first word runs a Python interpreter gets flags appended to its args.
 _PYTHON_COMMAND = re.compile(r"^(.*/)?(python\d*(\.\d+)*)$")
@@ -96,7 +96,7 @@ def has_arg(tokens: list[str], flag: str, value: str) -> bool:
     return False
 
 
-def command_line_has_arg(container: Obj, flag: str, value: str) -> bool:
+def command_line_has_arg(container: Manifest, flag: str, value: str) -> bool:
     line = [*(container.get("command") or []), *(container.get("args") or [])]
     return has_arg(line, flag, value) or has_arg(fields(line), flag, value)
 
@@ -107,7 +107,7 @@ def _inject_into_arg(arg: str, flags: str, framework: str) -> str:
     return pattern.sub(lambda m: f"{m.group(1)} {flags}{m.group(2)}", arg)
 
 
-def inject_flags(container: Obj, flags: str, needs_shell: bool, framework: str) -> Obj:
+def inject_flags(container: Manifest, flags: str, needs_shell: bool, framework: str) -> Manifest:
     """The container with `flags` added to its launch command, as the operator injects them."""
     command = list(container.get("command") or [])
     args = list(container.get("args") or [])
@@ -138,7 +138,7 @@ def _quantity(value: Any) -> int:
         return 0
 
 
-def gpu_count(resources: Obj | None) -> int:
+def gpu_count(resources: Manifest | None) -> int:
     """GPUs of a container's resources: requests first, then limits (first GPU-like name)."""
     for section in ("requests", "limits"):
         for name, value in sorted(((resources or {}).get(section) or {}).items()):
@@ -147,7 +147,7 @@ def gpu_count(resources: Obj | None) -> int:
     return 0
 
 
-def gpu_limit(resources: Obj | None, name: str = "nvidia.com/gpu") -> int:
+def gpu_limit(resources: Manifest | None, name: str = "nvidia.com/gpu") -> int:
     """The container's `limits[name]`, else `requests[name]`, as an integer (0 when unset)."""
     for section in ("limits", "requests"):
         value = ((resources or {}).get(section) or {}).get(name)
@@ -156,21 +156,21 @@ def gpu_limit(resources: Obj | None, name: str = "nvidia.com/gpu") -> int:
     return 0
 
 
-def without_probes(container: Obj) -> Obj:
+def without_probes(container: Manifest) -> Manifest:
     return {
         k: v for k, v in container.items() if k not in ("livenessProbe", "readinessProbe", "startupProbe")
     }
 
 
-def append_env(container: Obj, *env: Obj) -> Obj:
+def append_env(container: Manifest, *env: Manifest) -> Manifest:
     return {**container, "env": [*(container.get("env") or []), *env]}
 
 
-def field_ref_env(name: str, path: str) -> Obj:
+def field_ref_env(name: str, path: str) -> Manifest:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def with_empty_resources(pod: Obj) -> Obj:
+def with_empty_resources(pod: Manifest) -> Manifest:
     """Containers as Go serialises them (`resources: {}` always present).
 
     Pod specs embedded in custom resources are stored as sent (no core defaulting), so the

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from dynamo_infra.api import Problem, v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.component_common import (
     DEFAULT_COMMAND,
     SYSTEM_PORT,
@@ -21,7 +22,7 @@ from dynamo_infra.render.component_common import (
     base_pod_spec,
     common_container,
 )
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.worker import system_probes
 
 # Port the planner exports its Prometheus metrics on.
@@ -45,7 +46,7 @@ class Planner(BaseComponentDefaults):
     supports_failover = False
     dcd_service_account: str | None = PLANNER_SERVICE_ACCOUNT
 
-    def container(self, ctx: ComponentContext) -> Obj:
+    def container(self, ctx: ComponentContext) -> Manifest:
         base = common_container(ctx)
         return {
             **base,
@@ -61,7 +62,7 @@ class Planner(BaseComponentDefaults):
             **system_probes(),
         }
 
-    def pod_spec(self, ctx: ComponentContext) -> Obj:
+    def pod_spec(self, ctx: ComponentContext) -> Manifest:
         return {**base_pod_spec(), "serviceAccountName": PLANNER_SERVICE_ACCOUNT}
 
     def operator_needs(self, component: v1beta1.Component, graph: str, at: str) -> list[Problem]:

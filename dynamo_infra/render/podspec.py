@@ -7,11 +7,12 @@ import dataclasses
 import re
 
 from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_env, merge_override
 from dynamo_infra.render import checkpoint, failover, gms
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, Obj
+from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.frontend import frontend_container
 from dynamo_infra.render.multinode import Deployer, Placement, Role, gpu_count
 from dynamo_infra.render.names import discovery_service_account
@@ -42,7 +43,7 @@ def _problem(ctx: ComponentContext, field: str, message: str) -> DynamoValidatio
     return DynamoValidationError([Problem(f"components[{ctx.name}].{field}", message)])
 
 
-def merge_container(base: Obj, user: Obj) -> Obj:
+def merge_container(base: Manifest, user: Manifest) -> Manifest:
     """mergeContainerByName: user fields override, env merged by name, probes replaced whole."""
     user = copy.deepcopy(user)
     merged = merge_override(base, {k: v for k, v in user.items() if k not in ("name", "env", *PROBES)})
@@ -54,7 +55,7 @@ def merge_container(base: Obj, user: Obj) -> Obj:
     return merged
 
 
-def with_standard_env(ctx: ComponentContext, container: Obj) -> Obj:
+def with_standard_env(ctx: ComponentContext, container: Manifest) -> Manifest:
     """AddStandardEnvVars: infrastructure addresses beneath the container's own env (sorted)."""
     infra = ctx.options.infrastructure
     standard = [
@@ -79,9 +80,9 @@ def compilation_cache_path(ctx: ComponentContext, backend: Backend) -> str | Non
     return str(path)
 
 
-def with_compilation_cache_mount(ctx: ComponentContext, container: Obj, pvc: str, path: str) -> Obj:
+def with_compilation_cache_mount(ctx: ComponentContext, container: Manifest, pvc: str, path: str) -> Manifest:
     """applyCompilationCache: one writable mount of the cache PVC at its path."""
-    mounts: list[Obj] = []
+    mounts: list[Manifest] = []
     mounted = False
     for m in container.get("volumeMounts") or []:
         m = dict(m)
@@ -104,7 +105,7 @@ def with_compilation_cache_mount(ctx: ComponentContext, container: Obj, pvc: str
     return {**container, "volumeMounts": mounts}
 
 
-def validate_mounts(ctx: ComponentContext, container: Obj) -> None:
+def validate_mounts(ctx: ComponentContext, container: Manifest) -> None:
     for m in container.get("volumeMounts") or []:
         if not m.get("name"):
             raise _problem(ctx, "podTemplate", "volumeMount.name is required")
@@ -112,7 +113,7 @@ def validate_mounts(ctx: ComponentContext, container: Obj) -> None:
             raise _problem(ctx, "podTemplate", f"volumeMount.mountPath is required for {m['name']}")
 
 
-def with_compilation_cache_volume(ctx: ComponentContext, pod: Obj, pvc: str) -> Obj:
+def with_compilation_cache_volume(ctx: ComponentContext, pod: Manifest, pvc: str) -> Manifest:
     found = False
     for v in pod.get("volumes") or []:
         if v.get("name") != pvc:
@@ -137,7 +138,7 @@ def is_zero_quantity(size: str | int | None) -> bool:
     return size is not None and (size == 0 or bool(_ZERO_QUANTITY.match(str(size))))
 
 
-def with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Obj, Obj]:
+def with_shared_memory(pod: Manifest, main: Manifest, size: str | int | None) -> tuple[Manifest, Manifest]:
     """/dev/shm volume and mount, replacing any of the same name (or path); off for size 0."""
     if is_zero_quantity(size):
         return pod, main
@@ -155,7 +156,9 @@ def with_shared_memory(pod: Obj, main: Obj, size: str | int | None) -> tuple[Obj
     return {**pod, "volumes": [*volumes, volume]}, {**main, "volumeMounts": [*mounts, mount]}
 
 
-def with_frontend_sidecar(ctx: ComponentContext, pod: Obj, sidecar: str, parent_mounts: list[Obj]) -> Obj:
+def with_frontend_sidecar(
+    ctx: ComponentContext, pod: Manifest, sidecar: str, parent_mounts: list[Manifest]
+) -> Manifest:
     """mergeFrontendSidecarDefaults: frontend defaults under the named container, main's mounts added."""
     containers = list(pod.get("containers") or [])
     for i, c in enumerate(containers):
@@ -171,11 +174,11 @@ def with_frontend_sidecar(ctx: ComponentContext, pod: Obj, sidecar: str, parent_
     raise _problem(ctx, "frontendSidecar", f"{sidecar!r} does not match any podTemplate container")
 
 
-def with_implicit_pvc_volumes(pod: Obj) -> Obj:
+def with_implicit_pvc_volumes(pod: Manifest) -> Manifest:
     """appendMissingPVCVolumesForMounts: volumes in main's mount order, unknown mounts become PVCs."""
     volumes = list(pod.get("volumes") or [])
     by_name = {v.get("name"): v for v in volumes}
-    ordered: list[Obj] = []
+    ordered: list[Manifest] = []
     seen: set[str] = set()
     for m in (pod.get("containers") or [{}])[0].get("volumeMounts") or []:
         name = m.get("name")
@@ -198,7 +201,7 @@ def placement(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN)
     )
 
 
-def pod_spec(ctx: ComponentContext, where: Placement) -> Obj:
+def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets)."""
     ctype = defaults_for(ctx.type)
     backend = component_backend(ctx)
@@ -249,7 +252,7 @@ def restores_from_checkpoint(ctx: ComponentContext) -> bool:
     return ctx.options.checkpoint.enabled and ctx.checkpoint is not None and bool(ctx.checkpoint_ready)
 
 
-def with_checkpoint_probe_cadence(container: Obj) -> Obj:
+def with_checkpoint_probe_cadence(container: Manifest) -> Manifest:
     """Restored engines come up in seconds: readiness and startup probes poll every second."""
     out = dict(container)
     for probe in ("readinessProbe", "startupProbe"):
@@ -258,6 +261,6 @@ def with_checkpoint_probe_cadence(container: Obj) -> Obj:
     return out
 
 
-def with_default_service_account(pod: Obj) -> Obj:
+def with_default_service_account(pod: Manifest) -> Manifest:
     """The DCD controller's fallback when no service account is set."""
     return pod if pod.get("serviceAccountName") else {**pod, "serviceAccountName": DEFAULT_SERVICE_ACCOUNT}

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-Obj = dict[str, Any]
+from dynamo_infra.api.manifest import Manifest
 
 # Secret type and data key of a docker config secret.
 DOCKERCONFIGJSON_TYPE = "kubernetes.io/dockerconfigjson"
@@ -53,7 +53,7 @@ def matching(images: Iterable[str], secrets: Sequence[PullSecret]) -> list[str]:
     return out
 
 
-def with_pull_secrets(pod_spec: Obj, secrets: Sequence[PullSecret]) -> Obj:
+def with_pull_secrets(pod_spec: Manifest, secrets: Sequence[PullSecret]) -> Manifest:
     """The pod spec with matching secrets appended to `imagePullSecrets` (no duplicates)."""
     images = [c["image"] for c in pod_spec.get("containers") or [] if c.get("image")]
     current = list(pod_spec.get("imagePullSecrets") or [])
@@ -62,7 +62,7 @@ def with_pull_secrets(pod_spec: Obj, secrets: Sequence[PullSecret]) -> Obj:
     return {**pod_spec, "imagePullSecrets": [*current, *extra]} if extra else pod_spec
 
 
-def _template_paths(obj: Obj) -> list[tuple[str, ...]]:
+def _template_paths(obj: Manifest) -> list[tuple[str, ...]]:
     """Where a workload keeps its pod templates (metadata + spec) or bare pod specs."""
     kind = obj.get("kind")
     if kind == "Deployment":
@@ -79,13 +79,13 @@ def _disabled(annotations: Mapping[str, Any]) -> bool:
     return annotations.get("nvidia.com/disable-image-pull-secret-discovery") == "true"
 
 
-def _set(obj: Obj, path: tuple[str, ...], value: Any) -> Obj:
+def _set(obj: Manifest, path: tuple[str, ...], value: Any) -> Manifest:
     if len(path) == 1:
         return {**obj, path[0]: value}
     return {**obj, path[0]: _set(obj[path[0]], path[1:], value)}
 
 
-def with_workload_pull_secrets(obj: Obj, secrets: Sequence[PullSecret]) -> Obj:
+def with_workload_pull_secrets(obj: Manifest, secrets: Sequence[PullSecret]) -> Manifest:
     """A rendered workload (Deployment, LeaderWorkerSet, PodCliqueSet) with discovered secrets on
     its pods, unless their annotations opt out; other kinds unchanged."""
     if obj.get("kind") == "PodCliqueSet":

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import Placement, Role, inject_flags, without_probes
 
 # Framework word the flag injector looks for in shell command lines.
@@ -22,7 +23,7 @@ class SGLang:
     name = FRAMEWORK
     leader_starts_after_workers = False
 
-    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
         if not placement.multinode:
             return container
         if placement.role == Role.WORKER:
@@ -30,7 +31,7 @@ class SGLang:
         flags, needs_shell = multinode_flags(ctx, placement)
         return inject_flags(container, flags, needs_shell, FRAMEWORK)
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
         return pod
 
     def default_compilation_cache_path(self) -> str | None:
@@ -39,5 +40,5 @@ class SGLang:
     def multinode_secret(self, ctx: ComponentContext) -> str | None:
         return None
 
-    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
         return None

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from dynamo_infra.api.manifest import Manifest
 
 # DGD states.
 STATE_PENDING = "pending"
@@ -43,14 +42,14 @@ class Readiness:
     graph_reason: str | None = None
 
 
-def _condition(obj: Obj, type_: str) -> Obj | None:
+def _condition(obj: Manifest, type_: str) -> Manifest | None:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if c.get("type") == type_:
             return dict(c)
     return None
 
 
-def deployment_readiness(obj: Obj) -> Readiness:
+def deployment_readiness(obj: Manifest) -> Readiness:
     """Ready: not paused, status caught up with the spec, every desired replica updated and available."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     desired = int(spec.get("replicas", 1))
@@ -81,7 +80,7 @@ def deployment_readiness(obj: Obj) -> Readiness:
     return result(True, "DeploymentReady")
 
 
-def leader_worker_set_readiness(obj: Obj) -> Readiness:
+def leader_worker_set_readiness(obj: Manifest) -> Readiness:
     """Ready: no replicas wanted, or every group ready and the `Available` condition True."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     desired = int(spec.get("replicas", 1))
@@ -100,7 +99,7 @@ def leader_worker_set_readiness(obj: Obj) -> Readiness:
     return result(True, LWS_READY)
 
 
-def _grove_readiness(obj: Obj, counted: str, capacity: tuple[str, str, str]) -> Readiness:
+def _grove_readiness(obj: Manifest, counted: str, capacity: tuple[str, str, str]) -> Readiness:
     """CheckPodCliqueReady / CheckPCSGReady: caught up, then replicas == updated == `counted`."""
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
     meta = obj.get("metadata") or {}
@@ -157,13 +156,13 @@ def _grove_readiness(obj: Obj, counted: str, capacity: tuple[str, str, str]) -> 
     return result(False, f"scheduled but {word}={count}/{desired}", REASON_PODS_NOT_READY)
 
 
-def podclique_readiness(obj: Obj) -> Readiness:
+def podclique_readiness(obj: Manifest) -> Readiness:
     return _grove_readiness(
         obj, "readyReplicas", (PODCLIQUE_SCHEDULED, "False", PODCLIQUE_INSUFFICIENT_SCHEDULED)
     )
 
 
-def scaling_group_readiness(obj: Obj) -> Readiness:
+def scaling_group_readiness(obj: Manifest) -> Readiness:
     return _grove_readiness(
         obj, "availableReplicas", (PCSG_MIN_AVAILABLE_BREACHED, "False", PCSG_INSUFFICIENT_SCHEDULED)
     )
@@ -178,7 +177,7 @@ READINESS = {
 }
 
 
-def object_readiness(obj: Obj) -> Readiness:
+def object_readiness(obj: Manifest) -> Readiness:
     check = READINESS.get((obj.get("apiVersion", ""), obj.get("kind", "")))
     if check is None:
         return Readiness(True, "Exists")
@@ -199,7 +198,7 @@ class ComponentStatus:
     # Replicas held at 0 until the component's checkpoint is Ready.
     waiting_for_checkpoint: bool = False
 
-    def to_dict(self) -> Obj:
+    def to_dict(self) -> Manifest:
         """Wire form (camelCase, as Kubernetes statuses are), unset counts left out."""
         words = {k: v for k, v in self.__dict__.items() if v is not None}
         if not self.waiting_for_checkpoint:
@@ -207,7 +206,7 @@ class ComponentStatus:
         return {k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in words.items()}
 
 
-def component_status(live: list[Obj]) -> ComponentStatus:
+def component_status(live: list[Manifest]) -> ComponentStatus:
     """A component's status from its live objects (the workload decides the replica counts)."""
     results = [object_readiness(o) for o in live]
     workload = next(
@@ -230,9 +229,9 @@ def component_status(live: list[Obj]) -> ComponentStatus:
 @dataclass(frozen=True)
 class GraphStatus:
     state: str
-    conditions: list[Obj] = field(default_factory=list)
+    conditions: list[Manifest] = field(default_factory=list)
 
-    def to_dict(self) -> Obj:
+    def to_dict(self) -> Manifest:
         return {"state": self.state, "conditions": self.conditions}
 
 
@@ -283,11 +282,11 @@ REPORTED_COUNTS = {
 }
 
 
-def replica_status(workload: Obj, runtime_namespace: str | None = None) -> Obj:
+def replica_status(workload: Manifest, runtime_namespace: str | None = None) -> Manifest:
     """`status.components[name]` of the DGD for a component's workload (observed counts)."""
     status = workload.get("status") or {}
     kind = workload.get("kind", "Deployment")
-    out: Obj = {
+    out: Manifest = {
         "componentKind": kind,
         "componentNames": [(workload.get("metadata") or {}).get("name", "")],
         "replicas": int(status.get("replicas", 0)),
@@ -300,7 +299,9 @@ def replica_status(workload: Obj, runtime_namespace: str | None = None) -> Obj:
     return out
 
 
-def dgd_status(components: dict[str, ComponentStatus], replicas: dict[str, Obj] | None = None) -> Obj:
+def dgd_status(
+    components: dict[str, ComponentStatus], replicas: dict[str, Manifest] | None = None
+) -> Manifest:
     """The DGD status the operator writes: `state`, the `Ready` condition, per-component replicas."""
     out = graph_status(components).to_dict()
     if replicas:

@@ -3,7 +3,8 @@ using the key pair of the MPI SSH secret; workers run only sshd."""
 
 from __future__ import annotations
 
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import Placement, Role, append_env, is_python_command, shell_quote
 
 # backendFramework value (and `dynamo.trtllm` module) of this backend.
@@ -62,7 +63,7 @@ _SSH_SERVER_SETUP = [
 ]
 
 
-def original_command(container: Obj) -> str:
+def original_command(container: Manifest) -> str:
     """The engine command the leader wraps: quoted python argv, else the shell line as written."""
     command = list(container.get("command") or [])
     args = list(container.get("args") or [])
@@ -71,7 +72,7 @@ def original_command(container: Obj) -> str:
     return " ".join(args) if args else " ".join(command)
 
 
-def env_flags(env: list[Obj]) -> str:
+def env_flags(env: list[Manifest]) -> str:
     names = sorted(FORWARDED_ENV | {e["name"] for e in env})
     return " ".join(f"-x {n}" for n in names)
 
@@ -86,7 +87,7 @@ def dns_wait(workers: list[str]) -> str:
     )
 
 
-def leader_command(ctx: ComponentContext, container: Obj, p: Placement) -> str:
+def leader_command(ctx: ComponentContext, container: Manifest, p: Placement) -> str:
     hosts = p.deployer.host_names(ctx.name, p.nodes)
     mpirun = (
         'mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe '
@@ -107,7 +108,7 @@ class TRTLLM:
         """The MPI SSH key pair (the operator config's `mpi.sshSecretName`)."""
         return ctx.options.mpi.ssh_secret_name
 
-    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
         if not placement.multinode:
             return container
         if placement.role == Role.WORKER:
@@ -124,7 +125,7 @@ class TRTLLM:
             return {**container, "command": ["/bin/sh", "-c"], "args": [" && ".join(_SSH_SERVER_SETUP)]}
         return container
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
         if not placement.multinode:
             return pod
         secret = self.secret(ctx)
@@ -137,5 +138,5 @@ class TRTLLM:
     def multinode_secret(self, ctx: ComponentContext) -> str | None:
         return self.secret(ctx)
 
-    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
         return None

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import (
     Placement,
     Role,
@@ -190,7 +191,7 @@ def uses_mp(ctx: ComponentContext) -> bool:
     return version is not None and version >= MP_MIN_ORIGIN_VERSION
 
 
-def _mp_flags(container: Obj, p: Placement, component: str) -> Obj:
+def _mp_flags(container: Manifest, p: Placement, component: str) -> Manifest:
     leader = p.deployer.leader_hostname(component)
     flags = f"{EXECUTOR} mp --nnodes {p.nodes} --master-addr {leader} --master-port {MP_MASTER_PORT}"
     needs_shell = False
@@ -202,7 +203,7 @@ def _mp_flags(container: Obj, p: Placement, component: str) -> Obj:
     return inject_flags(container, flags, needs_shell, FRAMEWORK)
 
 
-def _ray_launch(container: Obj, p: Placement, component: str) -> Obj:
+def _ray_launch(container: Manifest, p: Placement, component: str) -> Manifest:
     args = list(container.get("args") or [])
     if p.role == Role.LEADER:
         cmd = " ".join(shell_quote(t) for t in container.get("command") or [])
@@ -213,7 +214,7 @@ def _ray_launch(container: Obj, p: Placement, component: str) -> Obj:
     return {**container, "command": ["/bin/sh", "-c"], "args": args}
 
 
-def _elastic_ep_launch(container: Obj, p: Placement, component: str) -> Obj:
+def _elastic_ep_launch(container: Manifest, p: Placement, component: str) -> Manifest:
     """A Ray cluster across nodes; workers join once the leader's engine is live."""
     if p.role == Role.LEADER:
         if not container.get("command"):
@@ -240,7 +241,7 @@ def _elastic_ep_launch(container: Obj, p: Placement, component: str) -> Obj:
     return {**container, "command": ["/bin/sh", "-c"], "args": args}
 
 
-def _data_parallel(container: Obj, p: Placement, component: str, a: LaunchArgs) -> Obj:
+def _data_parallel(container: Manifest, p: Placement, component: str, a: LaunchArgs) -> Manifest:
     leader = p.deployer.leader_hostname(component)
     local = p.gpus // a.world_size
     total = local * p.nodes if a.dp == 1 else a.dp
@@ -259,7 +260,7 @@ def _data_parallel(container: Obj, p: Placement, component: str, a: LaunchArgs) 
     return inject_flags(container, " ".join(flags), needs_shell, FRAMEWORK)
 
 
-def multinode_launch(ctx: ComponentContext, container: Obj, p: Placement) -> Obj:
+def multinode_launch(ctx: ComponentContext, container: Manifest, p: Placement) -> Manifest:
     """updateVLLMMultinodeArgs: TP/PP across nodes (mp or Ray), elastic EP, or hybrid-LB data parallel."""
     a = LaunchArgs.parse(list(container.get("args") or []))
     distributed = p.gpus != 0 and a.world_size > p.gpus
@@ -274,7 +275,7 @@ def multinode_launch(ctx: ComponentContext, container: Obj, p: Placement) -> Obj
     return container
 
 
-def _stagger_master_port(container: Obj, offset: int) -> Obj:
+def _stagger_master_port(container: Manifest, offset: int) -> Manifest:
     args = list(container.get("args") or [])
     for i, arg in enumerate(args[:-1]):
         if arg == MASTER_PORT_FLAG and args[i + 1].isdigit():
@@ -291,14 +292,14 @@ def _stagger_master_port(container: Obj, offset: int) -> Obj:
     return container
 
 
-def _has_master_port(container: Obj) -> bool:
+def _has_master_port(container: Manifest) -> bool:
     args = container.get("args") or []
     return any(a == MASTER_PORT_FLAG or f"{MASTER_PORT_FLAG} " in a for a in args) or any(
         f"{MASTER_PORT_FLAG} " in c for c in container.get("command") or []
     )
 
 
-def failover_engine(engine: Obj, n: int, nodes: int) -> Obj:
+def failover_engine(engine: Manifest, n: int, nodes: int) -> Manifest:
     """applyVLLMOverrides: engine N's own NIXL, KV-event and master ports, in shadow mode."""
     env = [
         {"name": GMS_SHADOW_MODE_ENV, "value": "true"},
@@ -324,7 +325,7 @@ def wait_leader_config_map_name(graph: str) -> str:
     return f"{graph}-{WAIT_LEADER_CONFIGMAP_SUFFIX}"
 
 
-def wait_leader_config_map(graph: str, namespace: str) -> Obj:
+def wait_leader_config_map(graph: str, namespace: str) -> Manifest:
     """One per multinode graph; only mp workers mount it."""
     return {
         "apiVersion": "v1",
@@ -342,7 +343,7 @@ class VLLM:
     name = FRAMEWORK
     leader_starts_after_workers = False
 
-    def container(self, ctx: ComponentContext, container: Obj, placement: Placement) -> Obj:
+    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
         if ctx.inter_pod_gms:
             if not has_arg(list(container.get("args") or []), "--load-format", GMS_LOAD_FORMAT):
                 container = inject_flags(container, f"--load-format {GMS_LOAD_FORMAT}", False, FRAMEWORK)
@@ -360,7 +361,7 @@ class VLLM:
             container = append_env(container, {"name": CACHE_ENV, "value": path})
         return container
 
-    def pod_spec(self, ctx: ComponentContext, pod: Obj, placement: Placement) -> Obj:
+    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
         """Workers of an mp group wait in an init container until the leader's master port opens."""
         containers = pod.get("containers") or []
         if not (placement.graph and placement.multinode and placement.role == Role.WORKER and containers):
@@ -403,5 +404,5 @@ class VLLM:
     def multinode_secret(self, ctx: ComponentContext) -> str | None:
         return None
 
-    def failover_engine(self, engine: Obj, n: int, nodes: int) -> Obj | None:
+    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
         return failover_engine(engine, n, nodes)

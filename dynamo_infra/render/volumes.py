@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dynamo_infra.api import DynamoValidationError, Problem
-from dynamo_infra.render.context import GraphContext, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.context import GraphContext
 
 
-def pvcs(g: GraphContext) -> list[Obj]:
+def pvcs(g: GraphContext) -> list[Manifest]:
     """PVCs with `create: true` (created if missing, never updated); others must already exist."""
-    out: list[Obj] = []
+    out: list[Manifest] = []
     for i, p in enumerate(g.legacy.pvcs):
         if not p.get("name") or not p.get("create"):
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.component_common import (
     SYSTEM_PORT,
     SYSTEM_PORT_NAME,
@@ -9,7 +10,7 @@ from dynamo_infra.render.component_common import (
     common_container,
     http_probe,
 )
-from dynamo_infra.render.context import ComponentContext, Obj
+from dynamo_infra.render.context import ComponentContext
 
 __all__ = ["SYSTEM_PORT", "SYSTEM_PORT_NAME", "Worker", "system_probes"]
 
@@ -28,7 +29,7 @@ HEALTH_ENDPOINTS = '["generate"]'
 HEALTH_CHECK_ENABLED = "false"
 
 
-def worker_env(ctx: ComponentContext) -> list[Obj]:
+def worker_env(ctx: ComponentContext) -> list[Manifest]:
     env = [
         {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
         {"name": "DYN_SYSTEM_USE_ENDPOINT_HEALTH_STATUS", "value": HEALTH_ENDPOINTS},
@@ -44,7 +45,7 @@ def worker_env(ctx: ComponentContext) -> list[Obj]:
     return env
 
 
-def system_probes() -> Obj:
+def system_probes() -> Manifest:
     return {
         "livenessProbe": http_probe("/live", SYSTEM_PORT_NAME, **LIVENESS),
         "readinessProbe": http_probe("/health", SYSTEM_PORT_NAME, **READINESS),
@@ -56,7 +57,7 @@ class Worker(BaseComponentDefaults):
     def __init__(self, sub_component_type: str | None = None) -> None:
         self.sub_component_type = sub_component_type
 
-    def container(self, ctx: ComponentContext) -> Obj:
+    def container(self, ctx: ComponentContext) -> Manifest:
         base = common_container(ctx)
         return {
             **base,

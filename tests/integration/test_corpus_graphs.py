@@ -22,8 +22,9 @@ from pulumi import automation as auto
 
 from components import load_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, Obj
+from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 from tests.integration.conftest import make_stack, unique
@@ -80,7 +81,7 @@ def user_prerequisites(kube: KubeClient, namespace: str) -> None:
     )
 
 
-def condition(obj: Obj, kind: str) -> str | None:
+def condition(obj: Manifest, kind: str) -> str | None:
     return next(
         (c["status"] for c in obj.get("status", {}).get("conditions") or [] if c["type"] == kind), None
     )
@@ -174,7 +175,7 @@ def namespace(kube: KubeClient) -> Iterator[str]:
     kube.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
 
-def dry_run_apply(kube: KubeClient, obj: Obj) -> str | None:
+def dry_run_apply(kube: KubeClient, obj: Manifest) -> str | None:
     """Server-side apply in dry-run with strict field validation; the server's error, if any."""
     info = kube.resource(obj["apiVersion"], obj["kind"])
     meta = obj["metadata"]

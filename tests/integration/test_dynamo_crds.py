@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
-from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
@@ -35,11 +36,11 @@ CRD_WAIT_S = 60
 NO_AWAIT = {"await": {"mode": "skip"}}
 
 
-def managers(live: Obj) -> set[str]:
+def managers(live: Manifest) -> set[str]:
     return {m["manager"] for m in live["metadata"].get("managedFields") or []}
 
 
-def established(kube: KubeClient) -> Obj:
+def established(kube: KubeClient) -> Manifest:
     """The CRD once the API server serves it."""
     deadline = time.monotonic() + CRD_WAIT_S
     while True:
@@ -89,7 +90,7 @@ def test_every_stack_installs_worker_metadata_and_destroy_keeps_it(
     assert CLUSTER_FIELD_MANAGER in managers(live)
     assert live["spec"].get("conversion", {}).get("strategy", "None") == "None"
     # A worker can store its discovery metadata (as the runtime does, under its own field manager).
-    metadata: Obj = {
+    metadata: Manifest = {
         "apiVersion": "nvidia.com/v1alpha1",
         "kind": "DynamoWorkerMetadata",
         "metadata": {"name": "worker-0", "namespace": ns},

@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient, Obj
+from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient
 from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 
@@ -97,7 +98,7 @@ class Rig:
         assert result.summary.result == "succeeded"
         return result
 
-    def stub(self, kind: str, component: str) -> Obj:
+    def stub(self, kind: str, component: str) -> Manifest:
         return {
             "apiVersion": GROVE,
             "kind": kind,

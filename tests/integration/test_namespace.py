@@ -10,14 +10,15 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from dynamo_infra.reconcile.kube import KubeClient, Obj
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.reconcile.kube import KubeClient
 from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
 
 OWNER = "dynamo-infra.io/owner-stack"
 
 
-def namespace(name: str) -> Obj:
+def namespace(name: str) -> Manifest:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 

@@ -20,8 +20,9 @@ import pytest
 
 from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents, installable
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key
+from dynamo_infra.reconcile.kube import KubeClient, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.context import GraphContext
@@ -68,7 +69,7 @@ def apply(cluster: LocalCluster) -> Iterator[Apply]:
     created: list[tuple[str, dict[str, Any]]] = []
 
     def create(
-        namespace: str, graph: str, component: str, objects: list[Obj], wait: bool = True
+        namespace: str, graph: str, component: str, objects: list[Manifest], wait: bool = True
     ) -> dict[str, Any]:
         props = {
             "kubeconfig": cluster.kubeconfig.read_text(),
@@ -110,7 +111,7 @@ def apply_graph(apply: Apply, rendered: RenderedGraph) -> None:
             assert outs["status"]["ready"] is True, outs["status"]
 
 
-def read_back(kube: KubeClient, namespace: str, kinds: set[str]) -> list[Obj]:
+def read_back(kube: KubeClient, namespace: str, kinds: set[str]) -> list[Manifest]:
     """Every object of the server-side `kinds` in the namespace, as the API server stores it.
 
     A LeaderWorkerSet's `status` is the LWS controller's (it must say Available) and is left out:
@@ -126,18 +127,18 @@ def read_back(kube: KubeClient, namespace: str, kinds: set[str]) -> list[Obj]:
     return out
 
 
-def check(expected: list[Obj], actual: list[Obj]) -> None:
+def check(expected: list[Manifest], actual: list[Manifest]) -> None:
     problems = match_sets(expected, actual)
     assert not problems, "\n".join(problems)
 
 
-def rendered_dcds(rendered: RenderedGraph) -> list[Obj]:
+def rendered_dcds(rendered: RenderedGraph) -> list[Manifest]:
     """Our DCDs as rendered: no operator runs here (and the DCD CRD need not be installed), so the
     DynamoComponentDeployments are compared as we would have written them, not read back."""
     return [c.dcd for c in rendered.components.values() if c.dcd is not None]
 
 
-def hf_token_secret(namespace: str) -> Obj:
+def hf_token_secret(namespace: str) -> Manifest:
     """The secret the graphs' `envFrom` names, created first as a user would."""
     return {
         "apiVersion": "v1",
@@ -147,7 +148,7 @@ def hf_token_secret(namespace: str) -> Obj:
     }
 
 
-def standalone_dcd(scenario: Path, namespace: str, apply: Apply) -> Obj:
+def standalone_dcd(scenario: Path, namespace: str, apply: Apply) -> Manifest:
     """The scenario's DCD in `namespace`, with its discovery service account created first: a
     standalone DCD runs as its graph's discovery account (named after the DCD, which stands in for
     the graph); the graph would own it, so it is created here for the pods to start."""

@@ -32,9 +32,10 @@ from pulumi import automation as auto
 
 from components import load_graph
 from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
-from dynamo_infra.reconcile.kube import KubeClient, Obj, object_key
+from dynamo_infra.reconcile.kube import KubeClient, object_key
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
@@ -94,7 +95,7 @@ class StackRun:
         self.times[what] = time.monotonic() - start
         return result
 
-    def objects(self) -> list[Obj]:
+    def objects(self) -> list[Manifest]:
         """Every object the stack's graphs render (the Grove pathway's PodCliqueSet included)."""
         return [o for g in self.graphs for o in g.all_objects()]
 
@@ -105,7 +106,7 @@ class StackRun:
             for d in crd_documents(REPO / DEFAULT_CRD_DIR, s)
         ]
 
-    def device_class(self) -> Obj | None:
+    def device_class(self) -> Manifest | None:
         if not self.platform.creates_device_class(self.options):
             return None
         return {
@@ -124,7 +125,7 @@ def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalClust
     yield project
 
 
-def patch_status(kube: KubeClient, obj: Obj, status: Obj) -> None:
+def patch_status(kube: KubeClient, obj: Manifest, status: Manifest) -> None:
     live = kube.get(obj)
     assert live is not None, object_key(obj)
     meta = obj["metadata"]
@@ -140,7 +141,7 @@ def wait_deployments(kube: KubeClient, run: StackRun) -> None:
         time.sleep(1)
 
 
-def allocated_claims(kube: KubeClient, namespace: str) -> list[Obj]:
+def allocated_claims(kube: KubeClient, namespace: str) -> list[Manifest]:
     """ResourceClaims the scheduler allocated from the fake nodes' DRA devices."""
     return [
         c

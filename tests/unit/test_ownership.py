@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile import base
-from dynamo_infra.reconcile.kube import Obj, object_key
+from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, ForeignObject, foreign_owner
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 
@@ -15,7 +16,7 @@ SVC = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "w", "namespa
 OURS = "n/g/c"
 
 
-def live(**meta: Any) -> Obj:
+def live(**meta: Any) -> Manifest:
     return {**SVC, "metadata": {**SVC["metadata"], **meta}}
 
 
@@ -38,7 +39,7 @@ def test_foreign_owner_names_who_owns_an_object() -> None:
 class FakeClient:
     """Serves metadata of existing objects; records every write."""
 
-    def __init__(self, existing: dict[str, Obj]) -> None:
+    def __init__(self, existing: dict[str, Manifest]) -> None:
         self.existing = existing
         self.writes: list[str] = []
 
@@ -48,21 +49,21 @@ class FakeClient:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def get_metadata(self, obj: Obj) -> Obj | None:
+    def get_metadata(self, obj: Manifest) -> Manifest | None:
         return self.existing.get(object_key(obj))
 
-    def apply(self, obj: Obj, **_: Any) -> Obj:
+    def apply(self, obj: Manifest, **_: Any) -> Manifest:
         self.writes.append(object_key(obj))
         return obj
 
-    def get(self, obj: Obj) -> Obj | None:
+    def get(self, obj: Manifest) -> Manifest | None:
         return None
 
     def serves(self, api_version: str, kind: str) -> bool:
         return False
 
 
-def props(objects: list[Obj]) -> dict[str, Any]:
+def props(objects: list[Manifest]) -> dict[str, Any]:
     return {
         "kubeconfig": "k",
         "namespace": "n",
