@@ -27,17 +27,11 @@ from dynamo_infra.reconcile.checkpoint_provider import CheckpointFailed, Checkpo
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.checkpoint import capture_job
+from tests.conftest import CORPUS
 from tests.integration.conftest import copy_project, make_stack, unique
 from tools.localcluster import LocalCluster
 
-CRD = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "corpus"
-    / "crds"
-    / "dynamo"
-    / "nvidia.com_dynamocheckpoints.yaml"
-)
+CRD = CORPUS / "crds" / "dynamo" / "nvidia.com_dynamocheckpoints.yaml"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"
 IDENTITY = {
     "model": "Qwen/Qwen3-0.6B",

@@ -1,6 +1,6 @@
 """Operator parity on a real API server: the operator's expected outputs against what we create.
 
-Each scenario of `shared/corpus/operator-expected/` is rendered, applied to the local control plane
+Each scenario of `tests/data/corpus/operator-expected/` is rendered, applied to the local control plane
 through our provider (create, then delete), and every object of each expected kind is read back from
 a fresh `clusterenv-…` namespace and matched with `tests.matcher`. The server adds its own defaults
 here (no `tests.apiserver_defaults`): core defaults for Deployments, CRD schema defaults for
