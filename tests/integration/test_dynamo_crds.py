@@ -18,7 +18,7 @@ import yaml
 from components.platform import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
 from dynamo_infra.reconcile.kube import KubeClient, Obj
 from tests.conftest import REPO
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 CRD_NAME = "dynamoworkermetadatas.nvidia.com"

@@ -13,7 +13,7 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import KubeClient
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 # A worker that cannot schedule until the selector is removed: `up` is mid-await for a long time.

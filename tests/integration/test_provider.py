@@ -4,21 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from dynamo_infra.api import load_yaml
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, USER_AGENT, KubeClient, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import render_graph
-from tests.integration.conftest import unique
 from tools.localcluster import LocalCluster
 
-
-@pytest.fixture()
-def namespace(kube: KubeClient) -> str:
-    ns = unique("prov")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    return ns
+NAMESPACE_PREFIX = "prov"
 
 
 def component_props(
