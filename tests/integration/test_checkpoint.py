@@ -25,7 +25,7 @@ from dynamo_infra.reconcile.checkpoint_provider import CheckpointFailed, Checkpo
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.checkpoint import capture_job
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, DATA
 from tests.integration.harness import GraphStack, graph_stack, kube_client
 from tools.localcluster import LocalCluster
 
@@ -35,62 +35,9 @@ IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"
 NAMESPACE_PREFIX = "ckprov"
 # Restored pods mount the claim the graph creates (as a snapshot agent's storage would be).
 OPTIONS = {"checkpoint": {"enabled": True, "timeoutSeconds": 120, "storagePvc": "snapshots"}}
-IDENTITY = {
-    "model": "Qwen/Qwen3-0.6B",
-    "backendFramework": "vllm",
-    "dtype": "bfloat16",
-    "maxModelLen": 4096,
-    "extraParameters": {"quantization": "none", "chat-template": "<tool&call>"},
-}
-GRAPH = f"""\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: ckpt
-spec:
-  backendFramework: vllm
-  pvcs:
-    - name: snapshots
-      create: true
-      storageClass: standard
-      size: 1Gi
-      volumeAccessMode: ReadWriteOnce
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-    Worker:
-      componentType: worker
-      replicas: 2
-      resources:
-        limits:
-          gpu: "1"
-      checkpoint:
-        enabled: true
-        startupPolicy: WaitForCheckpoint
-        identity: {json.dumps(IDENTITY)}
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-    Eager:
-      componentType: worker
-      replicas: 1
-      resources:
-        limits:
-          gpu: "1"
-      checkpoint:
-        enabled: true
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-"""
+GRAPH = (DATA / "graphs" / "checkpoint.yaml").read_text()
+# The waiting worker's checkpoint identity.
+IDENTITY: dict[str, Any] = yaml.safe_load(GRAPH)["spec"]["services"]["Worker"]["checkpoint"]["identity"]
 
 
 def operator_identity_hash(identity: dict[str, Any]) -> str:

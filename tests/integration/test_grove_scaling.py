@@ -17,55 +17,11 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import USER_AGENT, Obj
+from tests.conftest import DATA
 from tests.integration.harness import GROVE, GraphStack, graph_stack, play_grove
 from tools.localcluster import LocalCluster
 
-GRAPH = """\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: gsc
-spec:
-  backendFramework: sglang
-  components:
-    - name: Frontend
-      type: frontend
-      replicas: 1
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-    - name: decode
-      type: decode
-      replicas: 1
-      multinode:
-        nodeCount: 2
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-              command: [python3, -m, dynamo.sglang]
-              args: [--model-path, Qwen/Qwen3-0.6B, --tp, "8"]
-              resources:
-                limits:
-                  nvidia.com/gpu: "4"
-    - name: prefill
-      type: prefill
-      replicas: 1
-      scalingAdapter: {}
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-              command: [python3, -m, dynamo.sglang]
-              args: [--model-path, Qwen/Qwen3-0.6B]
-              resources:
-                limits:
-                  nvidia.com/gpu: "1"
-"""
+GRAPH = (DATA / "graphs" / "grove_scaling.yaml").read_text()
 
 
 def target(rig: GraphStack, kind: str, component: str) -> Obj:

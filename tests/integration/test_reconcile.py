@@ -11,6 +11,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT
+from tests.conftest import DATA
 from tests.integration.harness import GraphStack, graph_stack
 from tools.localcluster import LocalCluster
 
@@ -23,51 +24,7 @@ CLUSTER_AGENTS = (
     "kube-apiserver",
 )
 
-GRAPH = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: rec
-spec:
-  backendFramework: vllm
-  pvcs:
-    - name: model-cache
-      create: true
-      storageClass: standard
-      size: 1Gi
-      volumeAccessMode: ReadWriteOnce
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-    Worker:
-      componentType: worker
-      replicas: 2
-      scalingAdapter:
-        enabled: true
-      resources:
-        limits:
-          gpu: "1"
-      volumeMounts:
-        - name: model-cache
-          mountPoint: /models
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-    Planner:
-      componentType: planner
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.0
-          command: [python3, -m, dynamo.planner]
-          args: [--config, '{"environment": "virtual", "model_name": "Qwen/Qwen3-0.6B"}']
-"""
+GRAPH = (DATA / "graphs" / "reconcile.yaml").read_text()
 
 
 @pytest.fixture(scope="module")
