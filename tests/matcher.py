@@ -1,6 +1,6 @@
 """Match actual Kubernetes objects against the operator's expected-output YAML (match directives).
 
-Directives (see shared/corpus/operator-expected/README.md): mappings are strict unless they carry
+Directives (see tests/data/corpus/operator-expected/README.md): mappings are strict unless they carry
 `$strict: false` (`$$strict` names a real `$strict` field); scalar strings `$ignore`, `$exists`,
 `$notexists`, `$glob:<glob>`, `$pattern:<regex>`; mapping-valued `{$ignore: true}`,
 `{$exists: true}`, `{$notexists: true}`; sequences match element by element, in order.

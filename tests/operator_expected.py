@@ -1,4 +1,4 @@
-"""Reading the operator's expected-output scenarios (`shared/corpus/operator-expected/`)."""
+"""Reading the operator's expected-output scenarios (`tests/data/corpus/operator-expected/`)."""
 
 from __future__ import annotations
 

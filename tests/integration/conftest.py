@@ -2,19 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pulumi import automation as auto
 
-from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
-from tests.conftest import REPO
+from tests.integration.harness import copy_project, fresh_namespace, kube_client, make_stack, unique
 from tools.localcluster import LocalCluster
+
+# The builders live in the harness; tests/e2e imports them from here.
+__all__ = ["copy_project", "make_stack", "unique"]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -30,49 +28,17 @@ def _offline(offline_pulumi: None) -> None:
 
 @pytest.fixture()
 def kube(cluster: LocalCluster) -> Iterator[KubeClient]:
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as client:
+    with kube_client(cluster) as client:
         yield client
 
 
-def copy_project(root: Path) -> Path:
-    """`root/project`: the Pulumi project (program, examples, shipped CRD sets) using the repository's
-    virtualenv, with its file backend in `root/state`."""
-    dest = root / "project"
-    dest.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / name, dest / name)
-    shutil.copytree(REPO / "examples", dest / "examples")
-    (dest / "stacks").mkdir()
-    # Every stack's platform layer installs the Dynamo CRD set from here.
-    (dest / "stacks" / "crds").symlink_to(REPO / "stacks" / "crds")
-    (dest / ".venv").symlink_to(REPO / ".venv")
-    (root / "state").mkdir()
-    return dest
+@pytest.fixture()
+def namespace(request: pytest.FixtureRequest, kube: KubeClient) -> Iterator[str]:
+    """A fresh namespace named after the test module's `NAMESPACE_PREFIX`, deleted after the test."""
+    with fresh_namespace(kube, getattr(request.module, "NAMESPACE_PREFIX", "it")) as name:
+        yield name
 
 
 @pytest.fixture()
 def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
-
-
-def unique(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:6]}"
-
-
-def make_stack(
-    project: Path, local: LocalCluster, name: str, namespace: str, graphs: list[Path], **options: object
-) -> auto.Stack:
-    """A stack of the project copy in its own file backend, pointed at the local control plane."""
-    opts = auto.LocalWorkspaceOptions(
-        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
-    )
-    stack = auto.create_stack(name, work_dir=str(project), opts=opts)
-    cluster_options = {"namespace": namespace, "await": {"timeoutSeconds": 180}, **options}
-    stack.set_all_config(
-        {
-            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(local.kubeconfig)),
-            "dynamo-infra:cluster": auto.ConfigValue(json.dumps(cluster_options)),
-            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
-        }
-    )
-    return stack

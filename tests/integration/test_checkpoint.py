@@ -14,12 +14,10 @@ import json
 import re
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from pulumi import automation as auto
 
 from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
@@ -27,74 +25,19 @@ from dynamo_infra.reconcile.checkpoint_provider import CheckpointFailed, Checkpo
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.checkpoint import capture_job
-from tests.integration.conftest import copy_project, make_stack, unique
+from tests.conftest import CORPUS, DATA
+from tests.integration.harness import GraphStack, graph_stack, kube_client
 from tools.localcluster import LocalCluster
 
-CRD = (
-    Path(__file__).resolve().parents[3]
-    / "shared"
-    / "corpus"
-    / "crds"
-    / "dynamo"
-    / "nvidia.com_dynamocheckpoints.yaml"
-)
+CRD = CORPUS / "crds" / "dynamo" / "nvidia.com_dynamocheckpoints.yaml"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"
-IDENTITY = {
-    "model": "Qwen/Qwen3-0.6B",
-    "backendFramework": "vllm",
-    "dtype": "bfloat16",
-    "maxModelLen": 4096,
-    "extraParameters": {"quantization": "none", "chat-template": "<tool&call>"},
-}
-GRAPH = f"""\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: ckpt
-spec:
-  backendFramework: vllm
-  pvcs:
-    - name: snapshots
-      create: true
-      storageClass: standard
-      size: 1Gi
-      volumeAccessMode: ReadWriteOnce
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-    Worker:
-      componentType: worker
-      replicas: 2
-      resources:
-        limits:
-          gpu: "1"
-      checkpoint:
-        enabled: true
-        startupPolicy: WaitForCheckpoint
-        identity: {json.dumps(IDENTITY)}
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-    Eager:
-      componentType: worker
-      replicas: 1
-      resources:
-        limits:
-          gpu: "1"
-      checkpoint:
-        enabled: true
-      extraPodSpec:
-        mainContainer:
-          image: {IMAGE}
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-"""
+# Namespaces of the provider tests.
+NAMESPACE_PREFIX = "ckprov"
+# Restored pods mount the claim the graph creates (as a snapshot agent's storage would be).
+OPTIONS = {"checkpoint": {"enabled": True, "timeoutSeconds": 120, "storagePvc": "snapshots"}}
+GRAPH = (DATA / "graphs" / "checkpoint.yaml").read_text()
+# The waiting worker's checkpoint identity.
+IDENTITY: dict[str, Any] = yaml.safe_load(GRAPH)["spec"]["services"]["Worker"]["checkpoint"]["identity"]
 
 
 def operator_identity_hash(identity: dict[str, Any]) -> str:
@@ -160,59 +103,37 @@ def job_complete(job: dict[str, Any]) -> bool:
 # --- through the Pulumi CLI ----------------------------------------------------------------------
 
 
-class Rig:
-    def __init__(self, root: Path, cluster: LocalCluster, kube: KubeClient) -> None:
-        self.project = copy_project(root)
-        self.kube = kube
-        self.ns = unique("ckpt")
-        self.graph = self.project / "examples" / "ckpt.yaml"
-        self.graph.write_text(GRAPH)
-        # Restored pods mount the claim the graph creates (as a snapshot agent's storage would be).
-        self.options = {"checkpoint": {"enabled": True, "timeoutSeconds": 120, "storagePvc": "snapshots"}}
-        self.stack = make_stack(self.project, cluster, "ckpt", self.ns, [self.graph], **self.options)
-        self.lines: list[str] = []
-        self.outputs: dict[str, auto.OutputValue] = {}
+def checkpoint_state(rig: GraphStack, component: str = "Worker") -> dict[str, Any]:
+    resources = rig.stack.export_stack().deployment["resources"]
+    (res,) = [r for r in resources if r["urn"].endswith(f"::ckpt-checkpoint-{component.lower()}")]
+    return dict(res["outputs"])
 
-    def jobs(self, component: str = "Worker") -> list[dict[str, Any]]:
-        """The capture Jobs of one component's checkpoint."""
-        ckpt_id = self.checkpoint_state(component)["checkpointId"]
-        return [
-            j
-            for j in self.kube.list("batch/v1", "Job", self.ns)
-            if j["metadata"]["name"] == f"checkpoint-job-{ckpt_id}-1"
-        ]
 
-    def checkpoint_state(self, component: str = "Worker") -> dict[str, Any]:
-        resources = self.stack.export_stack().deployment["resources"]
-        (res,) = [r for r in resources if r["urn"].endswith(f"::ckpt-checkpoint-{component.lower()}")]
-        return dict(res["outputs"])
+def jobs(rig: GraphStack, component: str = "Worker") -> list[dict[str, Any]]:
+    """The capture Jobs of one component's checkpoint."""
+    ckpt_id = checkpoint_state(rig, component)["checkpointId"]
+    return [
+        j
+        for j in rig.kube.list("batch/v1", "Job", rig.ns)
+        if j["metadata"]["name"] == f"checkpoint-job-{ckpt_id}-1"
+    ]
 
-    def deployment(self, component: str) -> dict[str, Any]:
-        prefix = f"ckpt-{component.lower()}-"
-        return next(
-            d
-            for d in self.kube.list("apps/v1", "Deployment", self.ns)
-            if d["metadata"]["name"].startswith(prefix)
-        )
+
+def component_deployment(rig: GraphStack, component: str) -> dict[str, Any]:
+    return rig.deployment(f"ckpt-{component.lower()}-")
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
-    from dynamo_infra.reconcile import connection
-
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
-        r = Rig(tmp_path_factory.mktemp("ckpt"), cluster, kube)
-        up = r.stack.up(on_output=r.lines.append)
-        assert up.summary.result == "succeeded", "\n".join(r.lines[-40:])
-        r.outputs = up.outputs
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[GraphStack]:
+    with graph_stack(tmp_path_factory, cluster, "ckpt", GRAPH, **OPTIONS) as r:
+        r.up()
         yield r
-        r.stack.destroy(on_output=lambda _: None)
 
 
-def test_capture_job_completes_and_the_checkpoint_is_ready(rig: Rig) -> None:
-    (job,) = rig.jobs()
+def test_capture_job_completes_and_the_checkpoint_is_ready(rig: GraphStack) -> None:
+    (job,) = jobs(rig)
     assert job_complete(job)
-    state = rig.checkpoint_state()
+    state = checkpoint_state(rig)
     assert state["phase"] == "Ready" and state["ready"] is True
     ckpt_id = state["checkpointId"]
     assert len(ckpt_id) == 32 and job["metadata"]["name"] == f"checkpoint-job-{ckpt_id}-1"
@@ -230,17 +151,17 @@ def test_capture_job_completes_and_the_checkpoint_is_ready(rig: Rig) -> None:
         assert any("does not serve nvidia.com/v1alpha1 DynamoCheckpoint" in line for line in rig.lines)
 
 
-def test_identity_hash_matches_the_operators_rules(rig: Rig) -> None:
+def test_identity_hash_matches_the_operators_rules(rig: GraphStack) -> None:
     expected = operator_identity_hash(IDENTITY)
-    assert rig.checkpoint_state()["identityHash"] == expected
-    (job,) = rig.jobs()
+    assert checkpoint_state(rig)["identityHash"] == expected
+    (job,) = jobs(rig)
     assert job["metadata"]["labels"]["dynamo-infra.io/checkpoint-identity-hash"] == expected
 
 
-def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None:
-    worker = rig.deployment("Worker")
+def test_waiting_worker_starts_restore_wired_after_the_capture(rig: GraphStack) -> None:
+    worker = component_deployment(rig, "Worker")
     assert worker["spec"]["replicas"] == 2 and worker["status"].get("availableReplicas") == 2
-    (job,) = rig.jobs()
+    (job,) = jobs(rig)
     # The worker was created only once the capture was Complete (it never ran un-restored).
     assert worker["metadata"]["creationTimestamp"] >= job["status"]["completionTime"]
     template = worker["spec"]["template"]
@@ -262,7 +183,7 @@ def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None
     assert main["startupProbe"].get("initialDelaySeconds", 0) == 0
     assert main["readinessProbe"]["periodSeconds"] == 1
     # Exactly what the render gives for a Ready checkpoint.
-    options = ClusterOptions.parse({"namespace": rig.ns, **rig.options})
+    options = ClusterOptions.parse({"namespace": rig.ns, **OPTIONS})
     dgd = load_yaml(GRAPH).graphs[0]
     ready = render_graph(dgd, options, rig.ns, checkpoint_ready={"Worker": True}).components["Worker"]
     (rendered,) = [o for o in ready.objects if o["kind"] == "Deployment"]
@@ -274,9 +195,9 @@ def test_waiting_worker_starts_restore_wired_after_the_capture(rig: Rig) -> None
     ]
 
 
-def test_immediate_worker_starts_at_once_and_takes_the_restore_cadence_when_ready(rig: Rig) -> None:
-    eager = rig.deployment("Eager")
-    state = rig.checkpoint_state("Eager")
+def test_immediate_worker_starts_at_once_and_takes_the_restore_cadence_when_ready(rig: GraphStack) -> None:
+    eager = component_deployment(rig, "Eager")
+    state = checkpoint_state(rig, "Eager")
     # Not gated: created with its replicas while its capture was still running (nobody waited).
     assert eager["spec"]["replicas"] == 1 and state["wait"] is False
     assert state["phase"] in ("Creating", "Ready")
@@ -287,50 +208,40 @@ def test_immediate_worker_starts_at_once_and_takes_the_restore_cadence_when_read
     assert annotations["nvidia.com/dynamo-checkpoint-startup-policy"] == "Immediate"
     # Two DGD-managed checkpoints with the same default identity do not collide: keys are their IDs.
     assert state["identityHash"] == operator_identity_hash({"model": "", "backendFramework": "vllm"})
-    assert state["checkpointId"] != rig.checkpoint_state("Worker")["checkpointId"]
+    assert state["checkpointId"] != checkpoint_state(rig, "Worker")["checkpointId"]
     if state["phase"] == "Creating":
         # A checkpoint not yet Ready is looked at again by the next `up`, which applies the cadence.
         assert rig.stack.preview(on_output=lambda _: None).change_summary.get("update", 0) >= 1
         rig.stack.up(on_output=lambda _: None)
-    assert rig.checkpoint_state("Eager")["phase"] == "Ready"
-    main = rig.deployment("Eager")["spec"]["template"]["spec"]["containers"][0]
+    assert checkpoint_state(rig, "Eager")["phase"] == "Ready"
+    main = component_deployment(rig, "Eager")["spec"]["template"]["spec"]["containers"][0]
     assert main["readinessProbe"]["periodSeconds"] == 1
     assert "DYN_SNAPSHOT_RESTORE_STANDBY" not in {e["name"] for e in main["env"]}
 
 
-def test_second_up_changes_nothing(rig: Rig) -> None:
+def test_second_up_changes_nothing(rig: GraphStack) -> None:
     preview = rig.stack.preview(on_output=lambda _: None)
     assert set(preview.change_summary) == {"same"}, preview.change_summary
 
 
-def test_destroy_removes_the_capture_jobs(rig: Rig) -> None:
-    jobs = [*rig.jobs("Worker"), *rig.jobs("Eager")]
-    assert len(jobs) == 2
+def test_destroy_removes_the_capture_jobs(rig: GraphStack) -> None:
+    captures = [*jobs(rig, "Worker"), *jobs(rig, "Eager")]
+    assert len(captures) == 2
     assert rig.stack.destroy(on_output=lambda _: None).summary.result == "succeeded"
-    assert [j["metadata"]["name"] for j in jobs if rig.kube.get(j) is not None] == []
+    assert [j["metadata"]["name"] for j in captures if rig.kube.get(j) is not None] == []
 
 
 # --- against the provider directly ---------------------------------------------------------------
 
 
-@pytest.fixture()
-def namespace(kube: KubeClient) -> Iterator[str]:
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": unique("ckprov")}}
-    kube.apply(ns)
-    yield ns["metadata"]["name"]
-    kube.delete(ns, propagation="Background")  # its stuck capture Jobs stop bothering the scheduler
-
-
 @pytest.fixture(scope="module")
 def crd(cluster: LocalCluster) -> Iterator[None]:
     """The DynamoCheckpoint CRD, installed for this module's provider tests (removed afterwards)."""
-    from dynamo_infra.reconcile import connection
-
     manifest = yaml.safe_load(CRD.read_text())
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
+    with kube_client(cluster) as kube:
         kube.apply(manifest)
         for _ in range(60):
-            with KubeClient(connection.load(str(cluster.kubeconfig))) as fresh:
+            with kube_client(cluster) as fresh:
                 if fresh.serves("nvidia.com/v1alpha1", "DynamoCheckpoint"):
                     break
             time.sleep(0.5)

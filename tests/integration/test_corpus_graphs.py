@@ -14,7 +14,6 @@ real API server (dry-run apply with strict field validation).
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 # Corpus files (under graphs/v1alpha1) and the graph each holds.
@@ -44,6 +43,8 @@ VIRTUAL_PLANNER = "--environment=virtual"
 # What the graphs reference but do not create: users create these first.
 HF_TOKEN_SECRET = "hf-token-secret"
 PLANNER_PROFILE_CONFIG_MAP = "planner-profile-data"
+# Namespaces of the acceptance check.
+NAMESPACE_PREFIX = "accept"
 
 
 def copy_graphs(corpus: Path, project: Path) -> list[Path]:
@@ -165,14 +166,6 @@ def test_a_kubernetes_planner_fails_the_preview(corpus: Path, cluster: LocalClus
     ), text
     assert "scale with `dynamo-infra:autoscalers`" in text, text
     stack.workspace.remove_stack("planner")
-
-
-@pytest.fixture()
-def namespace(kube: KubeClient) -> Iterator[str]:
-    ns = unique("accept")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    yield ns
-    kube.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
 
 def dry_run_apply(kube: KubeClient, obj: Manifest) -> str | None:

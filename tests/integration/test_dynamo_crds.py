@@ -19,7 +19,7 @@ from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 CRD_NAME = "dynamoworkermetadatas.nvidia.com"

@@ -12,141 +12,55 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient
-from tests.integration.conftest import copy_project, make_stack, unique
+from dynamo_infra.reconcile.kube import USER_AGENT
+from tests.conftest import DATA
+from tests.integration.harness import GROVE, GraphStack, graph_stack, play_grove
 from tools.localcluster import LocalCluster
 
-GRAPH = """\
-apiVersion: nvidia.com/v1beta1
-kind: DynamoGraphDeployment
-metadata:
-  name: gsc
-spec:
-  backendFramework: sglang
-  components:
-    - name: Frontend
-      type: frontend
-      replicas: 1
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-    - name: decode
-      type: decode
-      replicas: 1
-      multinode:
-        nodeCount: 2
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-              command: [python3, -m, dynamo.sglang]
-              args: [--model-path, Qwen/Qwen3-0.6B, --tp, "8"]
-              resources:
-                limits:
-                  nvidia.com/gpu: "4"
-    - name: prefill
-      type: prefill
-      replicas: 1
-      scalingAdapter: {}
-      podTemplate:
-        spec:
-          containers:
-            - name: main
-              image: nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.4.0
-              command: [python3, -m, dynamo.sglang]
-              args: [--model-path, Qwen/Qwen3-0.6B]
-              resources:
-                limits:
-                  nvidia.com/gpu: "1"
-"""
-# Grove's API group/version.
-GROVE = "grove.io/v1alpha1"
+GRAPH = (DATA / "graphs" / "grove_scaling.yaml").read_text()
 
 
-class Rig:
-    def __init__(self, project: Path, cluster: LocalCluster, kube: KubeClient) -> None:
-        self.cluster, self.kube = cluster, kube
-        self.ns = unique("gsc")
-        self.graph = project / "examples" / "gsc.yaml"
-        self.graph.write_text(GRAPH)
-        self.stack = make_stack(
-            project,
-            cluster,
-            "gsc",
-            self.ns,
-            [self.graph],
-            multinode={"orchestrator": "grove"},
-            **{"await": {"mode": "skip", "timeoutSeconds": 60}},
-        )
-        self.stack.set_config(
-            "dynamo-infra:platform", auto.ConfigValue(json.dumps({"installCrds": ["grove"]}))
-        )
+def target(rig: GraphStack, kind: str, component: str) -> Manifest:
+    """The PodClique or PodCliqueScalingGroup Grove made for a component."""
+    return {
+        "apiVersion": GROVE,
+        "kind": kind,
+        "metadata": {"name": f"gsc-0-{component}", "namespace": rig.ns},
+    }
 
-    def up(self, **kw: Any) -> auto.UpResult:
-        result = self.stack.up(on_output=lambda _: None, **kw)
-        assert result.summary.result == "succeeded"
-        return result
 
-    def stub(self, kind: str, component: str) -> Manifest:
-        return {
-            "apiVersion": GROVE,
-            "kind": kind,
-            "metadata": {"name": f"gsc-0-{component}", "namespace": self.ns},
-        }
+def replicas(rig: GraphStack, kind: str, component: str) -> int:
+    live = rig.kube.get(target(rig, kind, component))
+    assert live is not None
+    return int(live["spec"]["replicas"])
 
-    def replicas(self, kind: str, component: str) -> int:
-        live = self.kube.get(self.stub(kind, component))
-        assert live is not None
-        return int(live["spec"]["replicas"])
 
-    def play_grove(self) -> None:
-        """The PodCliques / scaling group Grove creates from the PodCliqueSet's template."""
-        pcs = self.kube.get(
-            {"apiVersion": GROVE, "kind": "PodCliqueSet", "metadata": {"name": "gsc", "namespace": self.ns}}
-        )
-        assert pcs is not None
-        template = pcs["spec"]["template"]
-        for clique in template["cliques"]:
-            if clique["name"] in ("frontend", "prefill"):
-                spec = {k: clique["spec"][k] for k in ("roleName", "replicas", "podSpec")}
-                self.kube.apply(
-                    {**self.stub("PodClique", clique["name"]), "spec": spec}, manager="grove-operator"
-                )
-        (group,) = template["podCliqueScalingGroups"]
-        spec = {"cliqueNames": group["cliqueNames"], "replicas": group["replicas"]}
-        self.kube.apply(
-            {**self.stub("PodCliqueScalingGroup", "decode"), "spec": spec}, manager="grove-operator"
-        )
-
-    def scale_by_hand(self, kind: str, component: str, replicas: int, manager: str) -> None:
-        meta = self.stub(kind, component)["metadata"]
-        path = self.kube.resource(GROVE, kind).path(self.ns, meta["name"]) + "/scale"
-        self.kube.request(
-            "PATCH", path, body={"spec": {"replicas": replicas}}, params={"fieldManager": manager},
-            content_type="application/merge-patch+json",
-        )  # fmt: skip
+def scale_by_hand(rig: GraphStack, kind: str, component: str, n: int, manager: str) -> None:
+    path = rig.kube.resource(GROVE, kind).path(rig.ns, f"gsc-0-{component}") + "/scale"
+    rig.kube.request(
+        "PATCH", path, body={"spec": {"replicas": n}}, params={"fieldManager": manager},
+        content_type="application/merge-patch+json",
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
-    project = copy_project(tmp_path_factory.mktemp("gsc"))
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
-        r = Rig(project, cluster, kube)
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[GraphStack]:
+    options = {"multinode": {"orchestrator": "grove"}, "await": {"mode": "skip", "timeoutSeconds": 60}}
+    with graph_stack(tmp_path_factory, cluster, "gsc", GRAPH, **options) as r:
+        r.stack.set_config("dynamo-infra:platform", auto.ConfigValue(json.dumps({"installCrds": ["grove"]})))
         r.up()
-        r.play_grove()
+        made = play_grove(r.kube, r.ns)
+        assert sorted(o["metadata"]["name"] for o in made) == [
+            "gsc-0-decode",
+            "gsc-0-frontend",
+            "gsc-0-prefill",
+        ]
         yield r
-        r.stack.destroy(on_output=lambda _: None)
 
 
 def scale_requests(cluster: LocalCluster, since: int) -> list[tuple[str, str]]:
@@ -157,8 +71,9 @@ def scale_requests(cluster: LocalCluster, since: int) -> list[tuple[str, str]]:
     ]
 
 
-def test_replica_changes_go_through_the_scale_subresource(rig: Rig) -> None:
-    assert (rig.replicas("PodClique", "frontend"), rig.replicas("PodCliqueScalingGroup", "decode")) == (1, 1)
+def test_replica_changes_go_through_the_scale_subresource(rig: GraphStack) -> None:
+    assert replicas(rig, "PodClique", "frontend") == 1
+    assert replicas(rig, "PodCliqueScalingGroup", "decode") == 1
     before = len(rig.cluster.audit_events(USER_AGENT))
     rig.graph.write_text(GRAPH.replace("replicas: 1\n      podTemplate", "replicas: 2\n      podTemplate", 1))
     rig.graph.write_text(
@@ -167,8 +82,8 @@ def test_replica_changes_go_through_the_scale_subresource(rig: Rig) -> None:
         )
     )
     rig.up()
-    assert rig.replicas("PodClique", "frontend") == 2
-    assert rig.replicas("PodCliqueScalingGroup", "decode") == 3
+    assert replicas(rig, "PodClique", "frontend") == 2
+    assert replicas(rig, "PodCliqueScalingGroup", "decode") == 3
     writes = scale_requests(rig.cluster, before)
     base = f"/apis/{GROVE}/namespaces/{rig.ns}"
     assert sorted(writes) == [
@@ -185,29 +100,29 @@ def test_replica_changes_go_through_the_scale_subresource(rig: Rig) -> None:
     assert template["podCliqueScalingGroups"][0]["replicas"] == 3
 
 
-def test_autoscaled_component_is_never_scaled(rig: Rig) -> None:
-    rig.scale_by_hand("PodClique", "prefill", 4, "horizontal-pod-autoscaler")
+def test_autoscaled_component_is_never_scaled(rig: GraphStack) -> None:
+    scale_by_hand(rig, "PodClique", "prefill", 4, "horizontal-pod-autoscaler")
     text = rig.graph.read_text()
     rig.graph.write_text(
         text.replace("replicas: 1\n      scalingAdapter", "replicas: 2\n      scalingAdapter")
     )
     before = len(rig.cluster.audit_events(USER_AGENT))
     rig.up()
-    assert rig.replicas("PodClique", "prefill") == 4
+    assert replicas(rig, "PodClique", "prefill") == 4
     assert [w for w in scale_requests(rig.cluster, before) if "prefill" in w[1]] == []
     rig.graph.write_text(text)
     rig.up()
-    assert rig.replicas("PodClique", "prefill") == 4
+    assert replicas(rig, "PodClique", "prefill") == 4
 
 
-def test_hand_scaling_is_drift_repaired_by_up(rig: Rig) -> None:
-    want = rig.replicas("PodClique", "frontend")
+def test_hand_scaling_is_drift_repaired_by_up(rig: GraphStack) -> None:
+    want = replicas(rig, "PodClique", "frontend")
     rig.stack.refresh(on_output=lambda _: None)  # statuses now see the cliques created after `up`
-    rig.scale_by_hand("PodClique", "frontend", want + 5, "kubectl")
+    scale_by_hand(rig, "PodClique", "frontend", want + 5, "kubectl")
     refresh = rig.stack.refresh(on_output=lambda _: None)
     assert refresh.summary.resource_changes and refresh.summary.resource_changes.get("update") == 1
     preview = rig.stack.preview(on_output=lambda _: None)
     assert preview.change_summary.get("update") == 1
     rig.up()
-    assert rig.replicas("PodClique", "frontend") == want
+    assert replicas(rig, "PodClique", "frontend") == want
     assert set(rig.stack.preview(on_output=lambda _: None).change_summary) == {"same"}

@@ -13,37 +13,12 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import KubeClient
-from tests.integration.conftest import make_stack, unique
+from tests.conftest import DATA
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 # A worker that cannot schedule until the selector is removed: `up` is mid-await for a long time.
-GRAPH = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: intr
-spec:
-  backendFramework: vllm
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-    Worker:
-      componentType: worker
-      replicas: 2
-      resources:
-        limits:
-          gpu: "1"
-      extraPodSpec:
-        nodeSelector:
-          pool: NODE_POOL
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-          command: [python3, -m, dynamo.vllm]
-"""
+GRAPH = (DATA / "graphs" / "interrupt.yaml").read_text()
 
 
 def setup_stack(project: Path, cluster: LocalCluster, pool: str) -> tuple[auto.Stack, Path, str]:

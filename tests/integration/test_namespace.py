@@ -8,26 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pulumi import automation as auto
 
-from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import destroy, make_stack, namespace_object, unique, up
 from tools.localcluster import LocalCluster
 
 OWNER = "dynamo-infra.io/owner-stack"
-
-
-def namespace(name: str) -> Manifest:
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-def up(stack: auto.Stack) -> None:
-    assert stack.up(on_output=lambda _: None).summary.result == "succeeded"
-
-
-def destroy(stack: auto.Stack) -> None:
-    assert stack.destroy(on_output=lambda _: None).summary.result == "succeeded"
 
 
 @pytest.fixture()
@@ -41,7 +27,7 @@ def gone(kube: KubeClient) -> Iterator[list[str]]:
     names: list[str] = []
     yield names
     for n in names:
-        kube.delete(namespace(n), propagation="Background")
+        kube.delete(namespace_object(n), propagation="Background")
 
 
 def test_a_users_namespace_is_used_untouched_and_kept(
@@ -50,7 +36,7 @@ def test_a_users_namespace_is_used_untouched_and_kept(
     ns = unique("users")
     gone.append(ns)
     kube.apply(
-        {**namespace(ns), "metadata": {"name": ns, "labels": {"team": "inference"}}}, manager="kubectl"
+        {**namespace_object(ns), "metadata": {"name": ns, "labels": {"team": "inference"}}}, manager="kubectl"
     )
     secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "hf-token", "namespace": ns},
               "stringData": {"HF_TOKEN": "x"}}  # fmt: skip
@@ -58,12 +44,12 @@ def test_a_users_namespace_is_used_untouched_and_kept(
     stack = make_stack(project, cluster, "users", ns, [graph])
     up(stack)
     assert kube.list("apps/v1", "Deployment", ns), "the graph runs in the user's namespace"
-    live = kube.get(namespace(ns))
+    live = kube.get(namespace_object(ns))
     assert live is not None
     assert live["metadata"]["labels"] == {"team": "inference", "kubernetes.io/metadata.name": ns}
     assert OWNER not in (live["metadata"].get("annotations") or {})
     destroy(stack)
-    assert kube.get(namespace(ns)) is not None and kube.get(secret) is not None
+    assert kube.get(namespace_object(ns)) is not None and kube.get(secret) is not None
     assert kube.list("apps/v1", "Deployment", ns) == []
 
 
@@ -74,7 +60,7 @@ def test_only_the_stack_that_created_a_namespace_deletes_it(
     gone.append(ns)
     first = make_stack(project, cluster, "first", ns, [graph])
     up(first)
-    live = kube.get(namespace(ns))
+    live = kube.get(namespace_object(ns))
     assert live is not None and live["metadata"]["annotations"][OWNER] == "dynamo-infra/first"
     # A second stack deploying into the same namespace uses it and leaves it on destroy.
     other = project / "examples" / "other.yaml"
@@ -82,7 +68,7 @@ def test_only_the_stack_that_created_a_namespace_deletes_it(
     second = make_stack(project, cluster, "second", ns, [other])
     up(second)
     destroy(second)
-    assert kube.get(namespace(ns)) is not None
+    assert kube.get(namespace_object(ns)) is not None
     assert kube.list("apps/v1", "Deployment", ns), "the first stack's graph still runs"
     destroy(first)
-    assert kube.wait_deleted(namespace(ns), 60)
+    assert kube.wait_deleted(namespace_object(ns), 60)

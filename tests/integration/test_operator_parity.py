@@ -1,6 +1,6 @@
 """Operator parity on a real API server: the operator's expected outputs against what we create.
 
-Each scenario of `shared/corpus/operator-expected/` is rendered, applied to the local control plane
+Each scenario of `tests/data/corpus/operator-expected/` is rendered, applied to the local control plane
 through our provider (create, then delete), and every object of each expected kind is read back from
 a fresh `clusterenv-…` namespace and matched with `tests.matcher`. The server adds its own defaults
 here (no `tests.apiserver_defaults`): core defaults for Deployments, CRD schema defaults for
@@ -29,7 +29,6 @@ from dynamo_infra.render.context import GraphContext
 from dynamo_infra.render.discovery import discovery_rbac
 from dynamo_infra.render.graph import render_dcd
 from tests.conftest import REPO
-from tests.integration.conftest import unique
 from tests.matcher import match_sets
 from tests.operator_expected import docs, expected_of, generated_dgd
 from tools.localcluster import LocalCluster
@@ -49,17 +48,10 @@ SERVER_KINDS = {
     "PodCliqueSet": "grove.io/v1alpha1",
 }
 DCD = "DynamoComponentDeployment"
+# Fresh namespaces match the operator tests' `clusterenv-…` patterns (nothing else is in them).
+NAMESPACE_PREFIX = "clusterenv"
 
 Apply = Callable[..., dict[str, Any]]
-
-
-@pytest.fixture()
-def namespace(kube: KubeClient) -> Iterator[str]:
-    """A fresh namespace matching the operator tests' `clusterenv-…` patterns (nothing else in it)."""
-    ns = unique("clusterenv")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    yield ns
-    kube.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
 
 
 @pytest.fixture()

@@ -11,15 +11,9 @@ from dynamo_infra.reconcile.kube import FIELD_MANAGER, USER_AGENT, KubeClient, o
 from dynamo_infra.reconcile.ownership import ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import render_graph
-from tests.integration.conftest import unique
 from tools.localcluster import LocalCluster
 
-
-@pytest.fixture()
-def namespace(kube: KubeClient) -> str:
-    ns = unique("prov")
-    kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    return ns
+NAMESPACE_PREFIX = "prov"
 
 
 def component_props(

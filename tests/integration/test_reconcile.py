@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pulumi import automation as auto
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT, KubeClient
-from tests.integration.conftest import copy_project, make_stack, unique
+from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT
+from tests.conftest import DATA
+from tests.integration.harness import GraphStack, graph_stack
 from tools.localcluster import LocalCluster
 
 # The local cluster's own controllers (their writes are not ours).
@@ -25,89 +24,21 @@ CLUSTER_AGENTS = (
     "kube-apiserver",
 )
 
-GRAPH = """\
-apiVersion: nvidia.com/v1alpha1
-kind: DynamoGraphDeployment
-metadata:
-  name: rec
-spec:
-  backendFramework: vllm
-  pvcs:
-    - name: model-cache
-      create: true
-      storageClass: standard
-      size: 1Gi
-      volumeAccessMode: ReadWriteOnce
-  services:
-    Frontend:
-      componentType: frontend
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-    Worker:
-      componentType: worker
-      replicas: 2
-      scalingAdapter:
-        enabled: true
-      resources:
-        limits:
-          gpu: "1"
-      volumeMounts:
-        - name: model-cache
-          mountPoint: /models
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0
-          command: [python3, -m, dynamo.vllm]
-          args: [--model, Qwen/Qwen3-0.6B]
-    Planner:
-      componentType: planner
-      replicas: 1
-      extraPodSpec:
-        mainContainer:
-          image: nvcr.io/nvidia/ai-dynamo/dynamo-planner:1.4.0
-          command: [python3, -m, dynamo.planner]
-          args: [--config, '{"environment": "virtual", "model_name": "Qwen/Qwen3-0.6B"}']
-"""
-
-
-class Rig:
-    def __init__(self, project: Path, cluster: LocalCluster, kube: KubeClient) -> None:
-        self.project, self.cluster, self.kube = project, cluster, kube
-        self.ns = unique("rec")
-        self.graph = project / "examples" / "rec.yaml"
-        self.graph.write_text(GRAPH)
-        self.stack = make_stack(project, cluster, "rec", self.ns, [self.graph])
-        autoscaler = {"kind": "hpa", "minReplicas": 1, "maxReplicas": 6}
-        self.stack.set_config(
-            "dynamo-infra:autoscalers", auto.ConfigValue(json.dumps({"rec": {"Worker": autoscaler}}))
-        )
-
-    def deployment(self, prefix: str) -> dict:
-        return next(
-            d
-            for d in self.kube.list("apps/v1", "Deployment", self.ns)
-            if d["metadata"]["name"].startswith(prefix)
-        )
-
-    def up(self, **kw: object) -> auto.UpResult:
-        result = self.stack.up(on_output=lambda _: None, **kw)
-        assert result.summary.result == "succeeded"
-        return result
+GRAPH = (DATA / "graphs" / "reconcile.yaml").read_text()
 
 
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[Rig]:
-    project = copy_project(tmp_path_factory.mktemp("rec"))
-    with KubeClient(connection.load(str(cluster.kubeconfig))) as kube:
-        r = Rig(project, cluster, kube)
+def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[GraphStack]:
+    with graph_stack(tmp_path_factory, cluster, "rec", GRAPH) as r:
+        autoscaler = {"kind": "hpa", "minReplicas": 1, "maxReplicas": 6}
+        r.stack.set_config(
+            "dynamo-infra:autoscalers", auto.ConfigValue(json.dumps({"rec": {"Worker": autoscaler}}))
+        )
         r.up()
         yield r
-        r.stack.destroy(on_output=lambda _: None)
 
 
-def test_noop_up_writes_nothing(rig: Rig) -> None:
+def test_noop_up_writes_nothing(rig: GraphStack) -> None:
     before = len(rig.cluster.audit_events())
     mine_before = len(rig.cluster.audit_events(USER_AGENT))
     program_before = len(rig.cluster.audit_events(PROGRAM_USER_AGENT))
@@ -134,7 +65,7 @@ def test_noop_up_writes_nothing(rig: Rig) -> None:
     assert {e["verb"] for e in program} == {"get"} and len(program) <= 12
 
 
-def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: Rig) -> None:
+def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: GraphStack) -> None:
     dep = rig.deployment("rec-frontend")
     # Another field manager changes an env var we own (as `kubectl edit` would).
     env = dep["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -159,7 +90,7 @@ def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: Rig) -> None:
     assert {e["name"]: e.get("value") for e in env}["DYN_HTTP_PORT"] == "8000"
 
 
-def test_deleted_service_is_recreated_by_up_refresh(rig: Rig) -> None:
+def test_deleted_service_is_recreated_by_up_refresh(rig: GraphStack) -> None:
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "rec-frontend", "namespace": rig.ns}}
     assert rig.kube.delete(svc, propagation="Background")
     rig.kube.wait_deleted(svc, 30)
@@ -167,7 +98,7 @@ def test_deleted_service_is_recreated_by_up_refresh(rig: Rig) -> None:
     assert rig.kube.get(svc) is not None
 
 
-def test_autoscaler_replicas_survive_two_ups(rig: Rig) -> None:
+def test_autoscaler_replicas_survive_two_ups(rig: GraphStack) -> None:
     dep = rig.deployment("rec-worker-")
     assert dep["spec"]["replicas"] == 2
     # Scale through the scale subresource as an HPA would.
@@ -185,7 +116,7 @@ def test_autoscaler_replicas_survive_two_ups(rig: Rig) -> None:
     assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
 
 
-def test_hpa_targets_the_adapted_workload(rig: Rig) -> None:
+def test_hpa_targets_the_adapted_workload(rig: GraphStack) -> None:
     worker = rig.deployment("rec-worker-")["metadata"]["name"]
     hpa = rig.kube.get(
         {
@@ -199,7 +130,7 @@ def test_hpa_targets_the_adapted_workload(rig: Rig) -> None:
     assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 6)
 
 
-def test_state_holds_no_plaintext_credentials(rig: Rig) -> None:
+def test_state_holds_no_plaintext_credentials(rig: GraphStack) -> None:
     token = json.loads(rig.cluster.kubeconfig.read_text())["users"][0]["user"]["token"]
     state_dir = rig.project.parent / "state"
     files = [f for f in state_dir.rglob("*") if f.is_file()]
@@ -213,7 +144,7 @@ def test_state_holds_no_plaintext_credentials(rig: Rig) -> None:
     assert token not in "\n".join(lines)
 
 
-def test_removing_a_component_prunes_only_its_objects(rig: Rig) -> None:
+def test_removing_a_component_prunes_only_its_objects(rig: GraphStack) -> None:
     planner = rig.deployment("rec-planner")
     frontend_uid = rig.deployment("rec-frontend")["metadata"]["uid"]
     text = GRAPH[: GRAPH.index("    Planner:")]
@@ -226,7 +157,7 @@ def test_removing_a_component_prunes_only_its_objects(rig: Rig) -> None:
     rig.up()
 
 
-def test_pvc_is_retained_on_destroy_unless_opted_in(rig: Rig) -> None:
+def test_pvc_is_retained_on_destroy_unless_opted_in(rig: GraphStack) -> None:
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",

@@ -41,7 +41,7 @@ from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 from dynamo_infra.render.status import deployment_readiness
 from tests.conftest import REPO
-from tests.integration.conftest import copy_project
+from tests.integration.harness import copy_project, play_grove
 from tools.localcluster import LocalCluster
 
 # The example stacks, in the order they run.
@@ -125,15 +125,6 @@ def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalClust
     yield project
 
 
-def patch_status(kube: KubeClient, obj: Manifest, status: Manifest) -> None:
-    live = kube.get(obj)
-    assert live is not None, object_key(obj)
-    meta = obj["metadata"]
-    path = kube.resource(obj["apiVersion"], obj["kind"]).path(meta["namespace"], meta["name"]) + "/status"
-    body = {"status": {"observedGeneration": live["metadata"].get("generation", 1), **status}}
-    kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
-
-
 def wait_deployments(kube: KubeClient, run: StackRun) -> None:
     deadline = time.monotonic() + DEPLOYMENTS_READY_S
     while not all(deployment_readiness(d).ready for d in kube.list("apps/v1", "Deployment", run.namespace)):
@@ -153,26 +144,11 @@ def allocated_claims(kube: KubeClient, namespace: str) -> list[Manifest]:
     ]
 
 
-def play_grove(kube: KubeClient, run: StackRun) -> None:
-    """What Grove would report once every pod is ready (no Grove controller runs here)."""
-    for graph in run.graphs:
-        for component in graph.components.values():
-            target = component.scale_target
-            if target is None:
-                continue
-            n = int(target["replicas"])
-            obj = {"apiVersion": target["apiVersion"], "kind": target["kind"],
-                   "metadata": {"name": target["name"], "namespace": run.namespace}}  # fmt: skip
-            counts = {"replicas": n, "updatedReplicas": n, "scheduledReplicas": n}
-            if target["kind"] == "PodClique":
-                pod = {"containers": [{"name": "main", "image": "grove-stand-in"}]}
-                kube.apply(
-                    {**obj, "spec": {"roleName": component.name.lower(), "replicas": n, "podSpec": pod}}
-                )
-                patch_status(kube, obj, {**counts, "readyReplicas": n, "scheduleGatedReplicas": 0})
-            else:
-                kube.apply({**obj, "spec": {"cliqueNames": ["ldr", "wkr"], "replicas": n}})
-                patch_status(kube, obj, {**counts, "availableReplicas": n})
+def grove_targets(run: StackRun) -> list[str]:
+    """The PodCliques and scaling groups that carry the stack's Grove components' replicas."""
+    return sorted(
+        str(c.scale_target["name"]) for g in run.graphs for c in g.components.values() if c.scale_target
+    )
 
 
 def graph_states(up: auto.UpResult) -> dict[str, str]:
@@ -224,7 +200,8 @@ def test_example_stack_up_converges_and_destroys(
         assert claims, kube.list("resource.k8s.io/v1", "ResourceClaim", ns)
     if name in PLAYED:
         wait_deployments(kube, run)
-        play_grove(kube, run)
+        made = play_grove(kube, ns, ready=True)
+        assert sorted(o["metadata"]["name"] for o in made) == grove_targets(run)
         run.timed("refresh", run.stack.refresh)
 
     preview = run.timed("preview", run.stack.preview)

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
-from tests.integration.conftest import make_stack, unique
+from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
 

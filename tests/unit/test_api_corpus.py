@@ -35,7 +35,7 @@ def crds() -> dict[str, Any]:
 
 @functools.cache
 def crd_validator(kind: str, version: str) -> Any:
-    """Validator of the CRD schema read in place from the shared corpus (strict about unknown keys)."""
+    """Validator of the CRD schema read in place from tests/data/corpus (strict about unknown keys)."""
     for v in crds()[kind]["spec"]["versions"]:
         if v["name"] == version:
             return jsonschema_rs.Draft7Validator(strict_openapi(v["schema"]["openAPIV3Schema"]))

@@ -20,9 +20,10 @@ import yaml
 from dynamo_infra.api import AnyDGD, DynamoValidationError, load_yaml, to_hub
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
+from tests.conftest import CORPUS
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
-CORPUS_GRAPHS = Path(__file__).resolve().parents[3] / "shared" / "corpus" / "graphs"
+CORPUS_GRAPHS = CORPUS / "graphs"
 # Namespace the goldens are rendered into (graphs name none).
 NAMESPACE = "dynamo-golden"
 # Cluster kinds (ClusterOptions data) a graph is also rendered for, by the features it uses.

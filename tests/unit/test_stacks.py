@@ -185,6 +185,6 @@ def test_shipped_crds_claim_distinct_names() -> None:
 
 
 def test_shipped_dynamo_crds_are_the_operators(corpus: Path) -> None:
-    """Byte for byte the CRDs of the parity pin (the shared corpus holds them)."""
+    """Byte for byte the CRDs of the parity pin (tests/data/corpus holds them)."""
     for shipped in sorted((CRD_DIR / DYNAMO_CRD_SET).glob("*.yaml")):
         assert shipped.read_bytes() == (corpus / "crds" / "dynamo" / shipped.name).read_bytes(), shipped.name

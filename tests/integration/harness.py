@@ -1,0 +1,198 @@
+"""The integration harness: API clients, fresh namespaces, one graph's stack on the local control
+plane, and the part of Grove's controller the tests play (none runs on the local cluster)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.reconcile import connection
+from dynamo_infra.reconcile.kube import KubeClient
+from tests.conftest import REPO
+from tools.localcluster import LocalCluster
+
+# Grove's API group/version and the field manager its controller writes with.
+GROVE = "grove.io/v1alpha1"
+GROVE_MANAGER = "grove-operator"
+# Output lines shown when a stack operation fails.
+TAIL = 40
+
+
+def copy_project(root: Path) -> Path:
+    """`root/project`: the Pulumi project (program, examples, shipped CRD sets) using the repository's
+    virtualenv, with its file backend in `root/state`."""
+    dest = root / "project"
+    dest.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, dest / name)
+    shutil.copytree(REPO / "examples", dest / "examples")
+    (dest / "stacks").mkdir()
+    # Every stack's platform layer installs the Dynamo CRD set from here.
+    (dest / "stacks" / "crds").symlink_to(REPO / "stacks" / "crds")
+    (dest / ".venv").symlink_to(REPO / ".venv")
+    (root / "state").mkdir()
+    return dest
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:6]}"
+
+
+def make_stack(
+    project: Path, local: LocalCluster, name: str, namespace: str, graphs: list[Path], **options: object
+) -> auto.Stack:
+    """A stack of the project copy in its own file backend, pointed at the local control plane."""
+    opts = auto.LocalWorkspaceOptions(
+        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+    )
+    stack = auto.create_stack(name, work_dir=str(project), opts=opts)
+    cluster_options = {"namespace": namespace, "await": {"timeoutSeconds": 180}, **options}
+    stack.set_all_config(
+        {
+            "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(local.kubeconfig)),
+            "dynamo-infra:cluster": auto.ConfigValue(json.dumps(cluster_options)),
+            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
+        }
+    )
+    return stack
+
+
+@contextlib.contextmanager
+def kube_client(cluster: LocalCluster) -> Iterator[KubeClient]:
+    """An API client of the local control plane, closed at exit."""
+    with KubeClient(connection.load(str(cluster.kubeconfig))) as client:
+        yield client
+
+
+def namespace_object(name: str) -> Manifest:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+@contextlib.contextmanager
+def fresh_namespace(kube: KubeClient, prefix: str) -> Iterator[str]:
+    """A new namespace `prefix-<random>`, deleted at exit with whatever is left in it."""
+    name = unique(prefix)
+    kube.apply(namespace_object(name))
+    try:
+        yield name
+    finally:
+        kube.delete(namespace_object(name), propagation="Background")
+
+
+def up(stack: auto.Stack, lines: list[str] | None = None, **kw: Any) -> auto.UpResult:
+    """`pulumi up`, which must succeed; its output goes to `lines`."""
+    out: list[str] = [] if lines is None else lines
+    result = stack.up(on_output=out.append, **kw)
+    assert result.summary.result == "succeeded", "\n".join(out[-TAIL:])
+    return result
+
+
+def destroy(stack: auto.Stack) -> auto.DestroyResult:
+    """`pulumi destroy`, which must succeed."""
+    out: list[str] = []
+    result = stack.destroy(on_output=out.append)
+    assert result.summary.result == "succeeded", "\n".join(out[-TAIL:])
+    return result
+
+
+class GraphStack:
+    """One graph file in its own project copy, deployed by a stack into a fresh namespace
+    `name-<random>` of the local control plane."""
+
+    def __init__(
+        self, root: Path, cluster: LocalCluster, kube: KubeClient, name: str, graph: str, **options: object
+    ) -> None:
+        self.project = copy_project(root)
+        self.cluster, self.kube = cluster, kube
+        self.ns = unique(name)
+        self.graph = self.project / "examples" / f"{name}.yaml"
+        self.graph.write_text(graph)
+        self.stack = make_stack(self.project, cluster, name, self.ns, [self.graph], **options)
+        # Output of every `up` so far, and the outputs of the last.
+        self.lines: list[str] = []
+        self.outputs: dict[str, auto.OutputValue] = {}
+
+    def up(self, **kw: Any) -> auto.UpResult:
+        result = up(self.stack, self.lines, **kw)
+        self.outputs = dict(result.outputs)
+        return result
+
+    def deployment(self, prefix: str) -> Manifest:
+        """The namespace's Deployment whose name starts with `prefix`."""
+        return next(
+            d
+            for d in self.kube.list("apps/v1", "Deployment", self.ns)
+            if d["metadata"]["name"].startswith(prefix)
+        )
+
+
+@contextlib.contextmanager
+def graph_stack(
+    tmp: pytest.TempPathFactory, cluster: LocalCluster, name: str, graph: str, **options: object
+) -> Iterator[GraphStack]:
+    """A GraphStack with an API client of its own (it serves a whole module), destroyed at exit."""
+    with kube_client(cluster) as kube:
+        deployed = GraphStack(tmp.mktemp(name), cluster, kube, name, graph, **options)
+        try:
+            yield deployed
+        finally:
+            deployed.stack.destroy(on_output=lambda _: None)
+
+
+def grove_child(kind: str, name: str, namespace: str, spec: Manifest) -> Manifest:
+    return {
+        "apiVersion": GROVE,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def play_grove(kube: KubeClient, namespace: str, *, ready: bool = False) -> list[Manifest]:
+    """What Grove's controller creates from each PodCliqueSet in `namespace`: a PodClique per clique
+    outside a scaling group and a PodCliqueScalingGroup per group, from the set's template (replica
+    index 0) under Grove's field manager; with `ready`, each also reports all its replicas ready,
+    as Grove does once the pods are. The objects created, as applied."""
+    made: list[Manifest] = []
+    for pcs in kube.list(GROVE, "PodCliqueSet", namespace):
+        prefix = f"{pcs['metadata']['name']}-0"
+        template = pcs["spec"]["template"]
+        groups = template.get("podCliqueScalingGroups") or []
+        grouped = {n for g in groups for n in g["cliqueNames"]}
+        for clique in template["cliques"]:
+            if clique["name"] not in grouped:
+                spec = {k: clique["spec"][k] for k in ("roleName", "replicas", "podSpec")}
+                made.append(grove_child("PodClique", f"{prefix}-{clique['name']}", namespace, spec))
+        for group in groups:
+            spec = {"cliqueNames": group["cliqueNames"], "replicas": group["replicas"]}
+            made.append(grove_child("PodCliqueScalingGroup", f"{prefix}-{group['name']}", namespace, spec))
+    for obj in made:
+        kube.apply(obj, manager=GROVE_MANAGER)
+        if ready:
+            n = int(obj["spec"]["replicas"])
+            status = {"replicas": n, "updatedReplicas": n, "scheduledReplicas": n}
+            if obj["kind"] == "PodClique":
+                status |= {"readyReplicas": n, "scheduleGatedReplicas": 0}
+            else:
+                status["availableReplicas"] = n
+            patch_status(kube, obj, status)
+    return made
+
+
+def patch_status(kube: KubeClient, obj: Manifest, status: Manifest) -> None:
+    """Merge `status` into the live object's status, at its current generation."""
+    live = kube.get(obj)
+    assert live is not None, obj["metadata"]
+    meta = obj["metadata"]
+    path = kube.resource(obj["apiVersion"], obj["kind"]).path(meta["namespace"], meta["name"]) + "/status"
+    body = {"status": {"observedGeneration": live["metadata"].get("generation", 1), **status}}
+    kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
