@@ -13,7 +13,7 @@ from dynamo_infra.api import AnyDGD, DynamoValidationError, load_yaml, to_hub
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "graphs"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus" / "graphs"
 # Timed renders per graph (after one warm-up render).
 RUNS = 50
 # Cluster kinds multinode / DRA / checkpoint graphs are also timed with.

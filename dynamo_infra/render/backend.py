@@ -10,6 +10,7 @@ from typing import Protocol
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
+from dynamo_infra.render.engine_defaults import EngineDefaults
 from dynamo_infra.render.multinode import Placement
 from dynamo_infra.render.sglang import SGLang
 from dynamo_infra.render.trtllm import TRTLLM
@@ -44,24 +45,8 @@ class Backend(Protocol):
         ...
 
 
-class Noop:
+class Noop(EngineDefaults):
     name = NOOP
-    leader_starts_after_workers = False
-
-    def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
-        return container
-
-    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
-        return pod
-
-    def default_compilation_cache_path(self) -> str | None:
-        return None
-
-    def multinode_secret(self, ctx: ComponentContext) -> str | None:
-        return None
-
-    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
-        return None
 
 
 # One entry per backendFramework of the API.

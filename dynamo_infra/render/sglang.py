@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.context import ComponentContext
+from dynamo_infra.render.engine_defaults import EngineDefaults
 from dynamo_infra.render.multinode import Placement, Role, inject_flags, without_probes
 
 # Framework word the flag injector looks for in shell command lines.
@@ -19,9 +20,8 @@ def multinode_flags(ctx: ComponentContext, p: Placement) -> tuple[str, bool]:
     return f"--dist-init-addr {leader}:{DIST_INIT_PORT} --nnodes {p.nodes} --node-rank {rank}", needs_shell
 
 
-class SGLang:
+class SGLang(EngineDefaults):
     name = FRAMEWORK
-    leader_starts_after_workers = False
 
     def container(self, ctx: ComponentContext, container: Manifest, placement: Placement) -> Manifest:
         if not placement.multinode:
@@ -30,15 +30,3 @@ class SGLang:
             container = without_probes(container)
         flags, needs_shell = multinode_flags(ctx, placement)
         return inject_flags(container, flags, needs_shell, FRAMEWORK)
-
-    def pod_spec(self, ctx: ComponentContext, pod: Manifest, placement: Placement) -> Manifest:
-        return pod
-
-    def default_compilation_cache_path(self) -> str | None:
-        return None
-
-    def multinode_secret(self, ctx: ComponentContext) -> str | None:
-        return None
-
-    def failover_engine(self, engine: Manifest, n: int, nodes: int) -> Manifest | None:
-        return None
