@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi.dynamic import Resource
 
+from components.args import args_of
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
+
+
+@dataclass(frozen=True)
+class CheckpointArgs:
+    """The inputs of a Checkpoint (the same as its keyword arguments)."""
+
+    # The DynamoCheckpoint manifest (namespace set).
+    checkpoint: Manifest
+    kubeconfig: pulumi.Input[str]
+    context: str | None = None
+    wait: bool = True
+    timeout_seconds: int | None = None
+    seccomp_profile: str = DEFAULT_SECCOMP_PROFILE
 
 
 class Checkpoint(Resource):
@@ -28,24 +43,37 @@ class Checkpoint(Resource):
     def __init__(
         self,
         name: str,
-        checkpoint: Manifest,
+        checkpoint: Manifest | CheckpointArgs,
         *,
-        kubeconfig: pulumi.Input[str],
+        kubeconfig: pulumi.Input[str] | None = None,
         context: str | None = None,
-        wait: bool = True,
+        wait: bool | None = None,
         timeout_seconds: int | None = None,
-        seccomp_profile: str = DEFAULT_SECCOMP_PROFILE,
+        seccomp_profile: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        args = args_of(
+            "Checkpoint",
+            CheckpointArgs,
+            checkpoint,
+            {
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "wait": wait,
+                "timeout_seconds": timeout_seconds,
+                "seccomp_profile": seccomp_profile,
+            },
+        )
+        checkpoint, kubeconfig, context = args.checkpoint, args.kubeconfig, args.context
         props = {
             "kubeconfig": pulumi.Output.secret(kubeconfig),
             "context": context or "",
             "namespace": checkpoint["metadata"]["namespace"],
             "checkpoint": checkpoint,
-            "job": capture_job(checkpoint, seccomp_profile),
+            "job": capture_job(checkpoint, args.seccomp_profile),
             "owner": f"{pulumi.get_project()}/{pulumi.get_stack()}/{name}",
-            "wait": wait,
-            "timeoutSeconds": timeout_seconds,
+            "wait": args.wait,
+            "timeoutSeconds": args.timeout_seconds,
             "phase": None,
             "ready": None,
             "message": None,

@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 
+from components.args import args_of
 from components.checkpoint import Checkpoint
 from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
 from components.pvc import PersistentVolumeClaim
@@ -49,6 +50,22 @@ def waiting_of(component: str, rendered: RenderedGraph) -> bool:
     return rendered.components[component].waiting_for_checkpoint
 
 
+@dataclass(frozen=True)
+class DynamoComponentDeploymentArgs:
+    """The inputs of a DynamoComponentDeployment (the same as its keyword arguments)."""
+
+    # The component as rendered, and the graph it belongs to.
+    rendered: RenderedComponent
+    graph: RenderedGraph
+    kubeconfig: pulumi.Input[str]
+    options: ClusterOptions
+    context: str | None = None
+    # The component's objects when they depend on its checkpoint (None: the rendering's).
+    objects: pulumi.Input[list[Manifest]] | None = None
+    # Whether it waits for its checkpoint (reported in its status).
+    waiting: pulumi.Input[bool] | None = None
+
+
 class DynamoComponentDeployment(pulumi.ComponentResource):
     """One component of a graph: its workload, Service and the rest, reconciled as one unit.
 
@@ -61,16 +78,31 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        rendered: RenderedComponent,
+        rendered: RenderedComponent | DynamoComponentDeploymentArgs,
         *,
-        graph: RenderedGraph,
-        kubeconfig: pulumi.Input[str],
-        context: str | None,
-        options: ClusterOptions,
+        graph: RenderedGraph | None = None,
+        kubeconfig: pulumi.Input[str] | None = None,
+        context: str | None = None,
+        options: ClusterOptions | None = None,
         objects: pulumi.Input[list[Manifest]] | None = None,
         waiting: pulumi.Input[bool] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        a = args_of(
+            "DynamoComponentDeployment",
+            DynamoComponentDeploymentArgs,
+            rendered,
+            {
+                "graph": graph,
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "options": options,
+                "objects": objects,
+                "waiting": waiting,
+            },
+        )
+        rendered, graph, options, objects, waiting = a.rendered, a.graph, a.options, a.objects, a.waiting
+        kubeconfig, context = a.kubeconfig, a.context
         super().__init__(COMPONENT_TYPE, name, None, opts)
         self.rendered = rendered
         replicas_external = rendered.scaling_adapter or rendered.autoscaled

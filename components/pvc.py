@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 from pulumi.dynamic import Resource
 
+from components.args import args_of
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
+
+
+@dataclass(frozen=True)
+class PersistentVolumeClaimArgs:
+    """The inputs of a PersistentVolumeClaim (the same as its keyword arguments)."""
+
+    kubeconfig: pulumi.Input[str]
+    namespace: str
+    claim_name: str
+    # The claim to create when missing; None: the claim must exist.
+    manifest: Manifest | None = None
+    context: str | None = None
+    delete_on_destroy: bool = False
+    await_policy: dict[str, Any] | None = None
 
 
 class PersistentVolumeClaim(Resource):
@@ -24,25 +40,40 @@ class PersistentVolumeClaim(Resource):
     def __init__(
         self,
         name: str,
+        args: PersistentVolumeClaimArgs | None = None,
         *,
-        kubeconfig: pulumi.Input[str],
-        context: str | None,
-        namespace: str,
-        claim_name: str,
-        manifest: Manifest | None,
-        delete_on_destroy: bool = False,
+        kubeconfig: pulumi.Input[str] | None = None,
+        context: str | None = None,
+        namespace: str | None = None,
+        claim_name: str | None = None,
+        manifest: Manifest | None = None,
+        delete_on_destroy: bool | None = None,
         await_policy: dict[str, Any] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        a = args_of(
+            "PersistentVolumeClaim",
+            PersistentVolumeClaimArgs,
+            args,
+            {
+                "kubeconfig": kubeconfig,
+                "context": context,
+                "namespace": namespace,
+                "claim_name": claim_name,
+                "manifest": manifest,
+                "delete_on_destroy": delete_on_destroy,
+                "await_policy": await_policy,
+            },
+        )
         props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
-            "context": context or "",
-            "namespace": namespace,
-            "name": claim_name,
-            "manifest": manifest,
-            "create": manifest is not None,
-            "deleteOnDestroy": delete_on_destroy,
-            "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},
+            "kubeconfig": pulumi.Output.secret(a.kubeconfig),
+            "context": a.context or "",
+            "namespace": a.namespace,
+            "name": a.claim_name,
+            "manifest": a.manifest,
+            "create": a.manifest is not None,
+            "deleteOnDestroy": a.delete_on_destroy,
+            "await": a.await_policy or {"mode": "wait", "timeoutSeconds": 600},
             "phase": None,
             "volumeName": None,
             "adopted": None,

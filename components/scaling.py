@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 
+from components.args import args_of
 from components.workload import ComponentWorkload
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.render import RenderedComponent, RenderedGraph
@@ -13,6 +16,17 @@ from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
 SCALING_ADAPTER_TYPE = "dynamo-infra:index:ScalingAdapter"
 
 
+@dataclass(frozen=True)
+class ScalingAdapterArgs:
+    """The inputs of a ScalingAdapter (the same as its keyword arguments)."""
+
+    graph: RenderedGraph
+    component: RenderedComponent
+    autoscaler: Autoscaler
+    kubeconfig: pulumi.Input[str]
+    context: str | None = None
+
+
 class ScalingAdapter(pulumi.ComponentResource):
     """Creates the autoscaler for one component; the workload provider has handed it the replicas
     (written once at creation, never again)."""
@@ -20,14 +34,34 @@ class ScalingAdapter(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
+        args: ScalingAdapterArgs | None = None,
         *,
-        graph: RenderedGraph,
-        component: RenderedComponent,
-        autoscaler: Autoscaler,
-        kubeconfig: pulumi.Input[str],
-        context: str | None,
+        graph: RenderedGraph | None = None,
+        component: RenderedComponent | None = None,
+        autoscaler: Autoscaler | None = None,
+        kubeconfig: pulumi.Input[str] | None = None,
+        context: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
+        a = args_of(
+            "ScalingAdapter",
+            ScalingAdapterArgs,
+            args,
+            {
+                "graph": graph,
+                "component": component,
+                "autoscaler": autoscaler,
+                "kubeconfig": kubeconfig,
+                "context": context,
+            },
+        )
+        graph, component, autoscaler, kubeconfig, context = (
+            a.graph,
+            a.component,
+            a.autoscaler,
+            a.kubeconfig,
+            a.context,
+        )
         super().__init__(SCALING_ADAPTER_TYPE, name, None, opts)
         target = scale_target(component.objects, component.scale_target)
         labels = {LABEL_GRAPH: graph.name, LABEL_COMPONENT: component.name}

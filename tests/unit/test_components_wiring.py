@@ -48,3 +48,69 @@ def test_graph_inputs_as_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> 
         assert state == "successful"
 
     return graph.state.apply(check)
+
+
+@pulumi.runtime.test
+def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> Any:
+    from components import (
+        Checkpoint,
+        CheckpointArgs,
+        DynamoComponentDeployment,
+        DynamoComponentDeploymentArgs,
+        PersistentVolumeClaim,
+        PersistentVolumeClaimArgs,
+        ScalingAdapter,
+        ScalingAdapterArgs,
+    )
+    from dynamo_infra.api import load_yaml
+    from dynamo_infra.api.autoscaling import Autoscaler
+    from dynamo_infra.config import ClusterOptions
+    from dynamo_infra.render import render_graph
+    from tests.unit.test_checkpoint import rendered_checkpoint
+
+    options = ClusterOptions(namespace="ns")
+    rendered = render_graph(load_yaml(repo / "examples" / "agg.yaml").graphs[0], options, "ns")
+    worker = rendered.components["VllmWorker"]
+    checkpoint = rendered_checkpoint()
+    autoscaler = Autoscaler.parse({"kind": "hpa", "maxReplicas": 3})
+    made = [
+        DynamoComponentDeployment(
+            "dcd", DynamoComponentDeploymentArgs(worker, rendered, kubeconfig="kc", options=options)
+        ),
+        PersistentVolumeClaim(
+            "pvc",
+            PersistentVolumeClaimArgs(
+                kubeconfig="kc", namespace="ns", claim_name="c", delete_on_destroy=True
+            ),
+        ),
+        Checkpoint("ck", CheckpointArgs(checkpoint, kubeconfig="kc", wait=False)),
+        ScalingAdapter("sa", ScalingAdapterArgs(rendered, worker, autoscaler, kubeconfig="kc")),
+    ]
+    with pytest.raises(TypeError, match="DynamoComponentDeploymentArgs or keyword arguments, not both"):
+        DynamoComponentDeployment(
+            "x", DynamoComponentDeploymentArgs(worker, rendered, "kc", options), context="c"
+        )
+    with pytest.raises(TypeError, match=r"PersistentVolumeClaim: .*claim_name"):
+        PersistentVolumeClaim("y", kubeconfig="kc", namespace="ns")
+    # Keywords build the same inputs as the Args.
+    PersistentVolumeClaim("pvc2", kubeconfig="kc", namespace="ns", claim_name="c", delete_on_destroy=True)
+
+    def check(_: Any) -> None:
+        by_name = {r.name: r.inputs for r in mocks.resources}
+        assert by_name["pvc"]["deleteOnDestroy"] is True and by_name["pvc"]["name"] == "c"
+        assert {k: v for k, v in by_name["pvc"].items() if k != "kubeconfig"} == {
+            k: v for k, v in by_name["pvc2"].items() if k != "kubeconfig"
+        }
+        assert by_name["ck"]["wait"] is False
+        assert by_name["ck"]["job"]["metadata"]["namespace"] == checkpoint["metadata"]["namespace"]
+        assert sorted(o["kind"] for o in by_name["dcd-workload"]["objects"].values()) == [
+            "Deployment",
+            "Service",
+        ]
+        assert [o["kind"] for o in by_name["sa-autoscaler"]["objects"].values()] == [
+            "HorizontalPodAutoscaler"
+        ]
+
+    # The component resources' children (their dynamic workloads) are registered by then too.
+    children = [made[0].workload.urn, made[3].workload.urn]  # type: ignore[attr-defined]
+    return pulumi.Output.all(*(r.urn for r in made), *children).apply(check)

@@ -1,0 +1,26 @@
+"""Inputs of a resource as one Args object or as keyword arguments (one or the other, not both)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar, cast
+
+A = TypeVar("A")
+
+
+def args_of(resource: str, args_type: type[A], first: object, keywords: dict[str, Any]) -> A:
+    """`first` when it is the resource's Args; else Args built from `first` (the first field, if the
+    resource takes one positionally) and the keywords that were given (None: not given, the Args'
+    default applies)."""
+    given = {k: v for k, v in keywords.items() if v is not None}
+    if isinstance(first, args_type):
+        if given:
+            raise TypeError(
+                f"{resource}: pass {args_type.__name__} or keyword arguments, not both "
+                f"(also given: {', '.join(sorted(given))})"
+            )
+        return first
+    build = cast(Any, args_type)
+    try:
+        return cast(A, build(**given) if first is None else build(first, **given))
+    except TypeError as e:
+        raise TypeError(f"{resource}: {e}") from e
