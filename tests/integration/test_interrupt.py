@@ -66,16 +66,18 @@ def converge_and_check(stack: auto.Stack, graph: Path, kube: KubeClient, ns: str
 
 def kill_plugins_of(project: Path) -> int:
     """Kill what the killed engine left running from `project` (its plugins start their own process
-    groups, e.g. the dynamic provider); how many there were."""
+    groups: the dynamic provider names the project in its command line, the Kubernetes provider runs
+    in the project folder); how many there were."""
     killed = 0
     for proc_dir in Path("/proc").iterdir():
         if not proc_dir.name.isdigit():
             continue
         try:
             cmdline = (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(proc_dir / "cwd")
         except OSError:
             continue
-        if str(project) in cmdline:
+        if str(project) in cmdline or Path(cwd).is_relative_to(project):
             try:
                 os.kill(int(proc_dir.name), signal.SIGKILL)
                 killed += 1
