@@ -4,6 +4,7 @@ and end-to-end suites, the offline toolchain and one local control plane per tes
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,16 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 # Upstream graphs, CRDs and operator expectations, byte for byte (tests/data/SOURCES).
 CORPUS = DATA / "corpus"
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A terminated run (CI's time limit, a `kill`) still tears down: SIGTERM ends it as Ctrl-C
+    does, so fixtures stop the local control plane and the processes the e2e harness started."""
+    signal.signal(signal.SIGTERM, _interrupted)
 
 
 @pytest.fixture(scope="session")
