@@ -81,19 +81,15 @@ def convert_to(obj: Resource, model: type[R]) -> R:
     kind = _BY_MODEL.get(type(obj))
     if kind is None:
         raise TypeError(f"{obj.KIND} exists in one API version only")
-    if (type(obj), model) == (kind.alpha, kind.hub):
-        return convert(
-            obj, model, lambda s: to_hub(kind.spec, s), lambda s: from_hub(kind.spec, s),
-            lambda s: to_hub(kind.status, s), lambda s: from_hub(kind.status, s),
-            kind.annotations, kind.alpha_keyed, kind.hub_keyed,
-        )  # fmt: skip
-    if (type(obj), model) == (kind.hub, kind.alpha):
-        return convert(
-            obj, model, lambda s: from_hub(kind.spec, s), lambda s: to_hub(kind.spec, s),
-            lambda s: from_hub(kind.status, s), lambda s: to_hub(kind.status, s),
-            kind.annotations, kind.hub_keyed, kind.alpha_keyed,
-        )  # fmt: skip
-    raise TypeError(f"{obj.API_VERSION} {obj.KIND} does not convert to {model.API_VERSION} {model.KIND}")
+    if (type(obj), model) not in ((kind.alpha, kind.hub), (kind.hub, kind.alpha)):
+        raise TypeError(f"{obj.API_VERSION} {obj.KIND} does not convert to {model.API_VERSION} {model.KIND}")
+    # The table read towards `model`, and back (for what the target version cannot hold).
+    there, back = (to_hub, from_hub) if model is kind.hub else (from_hub, to_hub)
+    keyed = (kind.alpha_keyed, kind.hub_keyed) if model is kind.hub else (kind.hub_keyed, kind.alpha_keyed)
+    return convert(
+        obj, model, lambda s: there(kind.spec, s), lambda s: back(kind.spec, s),
+        lambda s: there(kind.status, s), lambda s: back(kind.status, s), kind.annotations, *keyed,
+    )  # fmt: skip
 
 
 def to_other_version(obj: Resource) -> Resource:
