@@ -22,7 +22,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +70,6 @@ class PodProcess:
     # Container port name (or number as text) -> the loopback port standing in for it.
     ports: dict[str, int]
     popen: subprocess.Popen[bytes] | None = None
-    started: float = 0.0
 
     @property
     def log(self) -> Path:
@@ -93,7 +91,6 @@ class PodProcess:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        self.started = time.monotonic()
 
     def stop(self, grace: float = STOP_GRACE_S) -> int | None:
         """SIGTERM to the process group, SIGKILL after `grace` seconds; the exit code."""
@@ -164,6 +161,7 @@ class PodProcesses:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # What the follow thread could not do (a pod it could not run), for failure messages.
         self.errors: list[str] = []
 
     # --- lifecycle ----------------------------------------------------------------------------
@@ -246,11 +244,16 @@ class PodProcesses:
         return f"http://127.0.0.1:{procs[0].ports[port]}"
 
     def logs(self) -> str:
-        """The tail of every process's log, for failure messages."""
+        """The tail of every process's log and what the follow thread could not do, for failure messages."""
         return "\n".join(
-            f"--- {p.pod} ({'running' if p.alive() else f'exit {p.popen.returncode if p.popen else None}'})\n"
-            f"{p.tail()}"
-            for p in self.history
+            [
+                *(f"--- harness: {e}" for e in self.errors),
+                *(
+                    f"--- {p.pod} ({'running' if p.alive() else f'exit {p.popen.returncode if p.popen else None}'})\n"
+                    f"{p.tail()}"
+                    for p in self.history
+                ),
+            ]
         )
 
     # --- one pod ------------------------------------------------------------------------------
