@@ -4,11 +4,13 @@ Kubernetes schemas: PodSpec, Container, Probe, EnvVar, Volume, ResourceRequireme
 The models keep those sub-objects as plain dicts (`Manifest`); this module finds them in a
 document, cuts the matching subtree out of the CRD schema shipped in `schemas/` and validates with
 `jsonschema_rs` (a compiled validator per subtree, built on first use). It runs once, when a
-document is parsed; the renderer never calls it.
+document is parsed; the renderer never calls it. The same schemas give the defaults the API server
+adds to a stored object (`with_schema_defaults`).
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import typing
@@ -28,6 +30,7 @@ from dynamo_infra.api.errors import (
     type_message,
     warn_unknown,
 )
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.typeinfo import unwrap
 
 # A path pattern into a document: wire keys, "*" (any map value) and "[]" (any list item).
@@ -61,6 +64,42 @@ def crd_schema(kind: str, version: str) -> dict[str, Any] | None:
         return None
     loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return loaded
+
+
+def _nullable(schema: dict[str, Any]) -> bool:
+    types = schema.get("type")
+    return isinstance(types, list) and "null" in types
+
+
+def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
+    """Structural defaulting, in place: each absent (or non-nullable null) property with a schema
+    `default` gets a copy of it, at every depth (defaults of defaults included); other nulls of
+    non-nullable properties are dropped."""
+    if isinstance(data, dict):
+        properties = schema.get("properties") or {}
+        for key, prop in properties.items():
+            null = key in data and data[key] is None and not _nullable(prop)
+            if "default" in prop and (key not in data or null):
+                data[key] = copy.deepcopy(prop["default"])
+            elif null:
+                del data[key]
+        extra = schema.get("additionalProperties")
+        for key, value in data.items():
+            sub = properties.get(key, extra)
+            if isinstance(sub, dict):
+                apply_defaults(value, sub)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for value in data:
+            apply_defaults(value, schema["items"])
+
+
+def with_schema_defaults(data: Manifest, kind: str, version: str) -> Manifest:
+    """A copy of a wire document with its CRD schema's defaults, as the API server stores it."""
+    out = copy.deepcopy(data)
+    schema = crd_schema(kind, version)
+    if schema:
+        apply_defaults(out, schema)
+    return out
 
 
 def _is_kube(annotation: Any) -> bool:

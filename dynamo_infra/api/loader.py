@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import yaml
 
-from dynamo_infra.api import conversion, v1alpha1, v1beta1
+from dynamo_infra.api import conversion, kube, v1alpha1, v1beta1
 from dynamo_infra.api.base import Resource
 from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path
 from dynamo_infra.api.manifest import Manifest, dump_yaml
 
 AnyDGD = v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment
+R = TypeVar("R", bound=Resource)
 
 # Every Dynamo kind and version we model, by (apiVersion, kind).
 KINDS: dict[tuple[str, str], type[Resource]] = {
@@ -179,3 +180,17 @@ def to_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
     if isinstance(dgd, v1beta1.DynamoGraphDeployment):
         return dgd
     return conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment)
+
+
+def with_server_defaults(obj: R) -> R:
+    """`obj` with its CRD schema's defaults, as the API server stores it."""
+    version = obj.api_version.split("/")[-1]
+    wire = obj.to_wire()
+    defaulted = kube.with_schema_defaults(wire, obj.kind, version)
+    return obj if defaulted == wire else type(obj).parse(defaulted, kube_schema=False)
+
+
+def served_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
+    """The graph as the operator reads it: defaulted by the API server in the version it was
+    written in, converted to the hub version, and defaulted there."""
+    return with_server_defaults(to_hub(with_server_defaults(dgd)))
