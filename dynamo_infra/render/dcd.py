@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import copy
+from typing import Any
 
-from dynamo_infra.api import v1beta1
+from dynamo_infra.api import kube, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_env
-from dynamo_infra.render import kvtransfer, names
+from dynamo_infra.render import epp, gojson, kvtransfer, names
 from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext
-from dynamo_infra.render.epp import has_epp
 
 # apiVersion/kind of the generated component objects.
 DCD_API_VERSION = v1beta1.API_VERSION
 DCD_KIND = "DynamoComponentDeployment"
+# The DCD controller's finalizer, on every DCD it reconciles.
+DCD_FINALIZER = "nvidia.com/finalizer"
 
 
 def _low_priority(dst: dict[str, str], src: dict[str, str] | None) -> dict[str, str]:
@@ -71,6 +73,19 @@ def _prune_empty(template: Manifest) -> Manifest:
     return out
 
 
+def _stamp_picker_config(g: GraphContext, component: v1beta1.Component, spec: Manifest) -> None:
+    """The graph's EPP writes its inline config to the EPP ConfigMap before the DCDs are generated,
+    stamping apiVersion and kind into the graph's copy, which the EPP's DCD then carries."""
+    config = (spec.get("eppConfig") or {}).get("config")
+    if config is None or spec["eppConfig"].get("configMapRef") or epp.epp_component(g.dgd) is not component:
+        return
+    spec["eppConfig"]["config"] = {
+        **config,
+        "apiVersion": epp.PICKER_CONFIG_API_VERSION,
+        "kind": epp.PICKER_CONFIG_KIND,
+    }
+
+
 def generate_dcd(
     g: GraphContext, component: v1beta1.Component, worker_hash: str | None, *, grove: bool = False
 ) -> Manifest:
@@ -98,7 +113,7 @@ def generate_dcd(
     if component.is_worker and not grove:
         labels[names.LABEL_WORKER_HASH] = worker_hash or ""
         meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
-        if has_epp(g.dgd):
+        if epp.has_epp(g.dgd):
             labels[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
             meta["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
     defaults = defaults_for(component.type)
@@ -123,6 +138,7 @@ def generate_dcd(
     spec["podTemplate"] = _prune_empty(template)
     if not spec["podTemplate"]:
         spec.pop("podTemplate")
+    _stamp_picker_config(g, component, spec)
     backend = (g.dgd.spec.backend_framework or "") if grove else g.backend
     if backend:
         spec["backendFramework"] = backend
@@ -135,3 +151,24 @@ def generate_dcd(
         "metadata": metadata,
         "spec": dict(sorted(spec.items())),
     }
+
+
+def as_stored(dcd: Manifest) -> Manifest:
+    """A generated DCD as the API server returns it once the operator created it: the spec as Go
+    writes it (zero values of fields without omitempty, empty value structs dropped by the v1beta1
+    normaliser), the CRD schema's defaults, and the DCD controller's finalizer."""
+    metadata = {**dcd["metadata"], "finalizers": [DCD_FINALIZER]}
+    stored = {**dcd, "metadata": metadata, "spec": gojson.v1beta1_wire(dcd["spec"])}
+    defaulted = kube.with_schema_defaults(stored, DCD_KIND, DCD_API_VERSION.split("/")[-1])
+    ordered: Manifest = _ordered_like(dcd, defaulted)
+    return ordered
+
+
+def _ordered_like(original: Any, value: Any) -> Any:
+    """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
+    if isinstance(original, dict) and isinstance(value, dict):
+        keys = [k for k in original if k in value] + [k for k in value if k not in original]
+        return {k: _ordered_like(original.get(k), value[k]) for k in keys}
+    if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
+        return [_ordered_like(o, v) for o, v in zip(original, value, strict=True)]
+    return value

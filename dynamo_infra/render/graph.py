@@ -7,14 +7,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, to_hub, v1beta1
+from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1beta1
+from dynamo_infra.api.loader import served_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
-from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
+from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names, worker_hash
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
 from dynamo_infra.render.context import ComponentContext, GraphContext
-from dynamo_infra.render.dcd import generate_dcd
+from dynamo_infra.render.dcd import as_stored, generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
 from dynamo_infra.render.discovery import discovery_rbac
 from dynamo_infra.render.epp import epp_objects
@@ -26,8 +27,6 @@ from dynamo_infra.render.restart import restart_annotations
 from dynamo_infra.render.vllm import wait_leader_config_map
 from dynamo_infra.render.volumes import pvcs, required_pvcs
 
-# DCD spec fields that do not change a worker's pods, left out of the worker hash.
-HASH_EXCLUDED_FIELDS = ("replicas", "minAvailable", "scalingAdapter", "runtimeVersionOverride")
 # Rendering pathways: one DCD (Deployment or LeaderWorkerSet) per component, or one PodCliqueSet.
 PATHWAY_COMPONENTS = "components"
 PATHWAY_GROVE = "grove"
@@ -115,26 +114,15 @@ def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOption
     return annotations
 
 
-def worker_hash(g: GraphContext) -> str | None:
-    """Hash of every worker's generated DCD (rendered with a placeholder hash), 8 hex chars."""
-    workers = sorted((c for c in g.dgd.spec.components or [] if c.is_worker), key=lambda c: c.name)
-    if not workers:
-        return None
-    rendered: dict[str, Manifest] = {}
-    for c in workers:
-        d = generate_dcd(g, c, names.WORKER_HASH_PLACEHOLDER)
-        rendered[c.name] = {
-            "labels": d["metadata"]["labels"],
-            "annotations": d["metadata"].get("annotations") or {},
-            "spec": {k: v for k, v in d["spec"].items() if k not in HASH_EXCLUDED_FIELDS},
+def graph_worker_hash(g: GraphContext) -> str:
+    """ComputeDGDWorkersSpecHash over the graph's worker DCDs, generated with the placeholder hash."""
+    return worker_hash.worker_hash(
+        {
+            c.name: (generate_dcd(g, c, worker_hash.PLACEHOLDER), g.legacy.component(c.name))
+            for c in g.dgd.spec.components or []
+            if c.is_worker
         }
-    payload = {
-        "version": names.WORKER_HASH_VERSION,
-        "backendFramework": g.backend,
-        "env": g.dgd.spec.env or [],
-        "workers": rendered,
-    }
-    return names.short_hash(payload)
+    )
 
 
 def component_context(
@@ -292,7 +280,7 @@ def components_pathway(
             type=ctx.type,
             dcd_name=ctx.dcd_name,
             replicas=replicas(ctx),
-            dcd=dcd,
+            dcd=as_stored(dcd),
             objects=tuple(objects),
             scaling_adapter=adapter is not None,
             adapter=adapter,
@@ -362,6 +350,25 @@ PATHWAYS: Mapping[
 ] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
 
 
+def graph_context(
+    dgd: AnyDGD,
+    options: ClusterOptions,
+    namespace: str | None = None,
+    restart_status: Mapping[str, Any] | None = None,
+) -> GraphContext:
+    """The graph as the operator reads it (API server defaults, hub version) with what it derives."""
+    hub = served_hub(dgd)
+    return GraphContext(
+        dgd=hub,
+        namespace=namespace or hub.metadata.namespace or options.namespace,
+        options=options,
+        annotations=graph_annotations(hub, options),
+        legacy=legacy_of(hub),
+        backend=backends.graph_backend_framework(hub),
+        restart_at=restart_annotations(hub, restart_status),
+    )
+
+
 def render_graph(
     dgd: AnyDGD,
     options: ClusterOptions | None = None,
@@ -378,19 +385,10 @@ def render_graph(
     `checkpoint_ready` is the observed readiness of each component's checkpoint.
     """
     options = options or ClusterOptions()
-    hub = to_hub(dgd)
-    ns = namespace or hub.metadata.namespace or options.namespace
-    g = GraphContext(
-        dgd=hub,
-        namespace=ns,
-        options=options,
-        annotations=graph_annotations(hub, options),
-        legacy=legacy_of(hub),
-        backend=backends.graph_backend_framework(hub),
-        restart_at=restart_annotations(hub, restart_status),
-    )
+    g = graph_context(dgd, options, namespace, restart_status)
+    hub, ns = g.dgd, g.namespace
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
-    whash = worker_hash(g)
+    whash = graph_worker_hash(g)
     contexts = [
         component_context(
             generate_dcd(g, c, whash), options, g.legacy.component(c.name), hub.spec.annotations
@@ -400,9 +398,7 @@ def render_graph(
     validate(g, contexts, pathway == PATHWAY_GROVE)
     shared = shared_objects(g, contexts)
     rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})
-    annotations = dict(g.annotations)
-    if whash:
-        annotations[names.ANNOTATION_CURRENT_WORKER_HASH] = whash
+    annotations = {**g.annotations, names.ANNOTATION_CURRENT_WORKER_HASH: whash}
     return RenderedGraph(
         name=g.name,
         namespace=ns,

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
-from typing import Any
 
 # Label and annotation keys (internal/consts in the operator).
 LABEL_COMPONENT = "nvidia.com/dynamo-component"
@@ -65,8 +63,6 @@ PROPAGATED_ANNOTATIONS = (
     ANNOTATION_ORIGIN_VERSION,
     ANNOTATION_VLLM_EXECUTOR,
 )
-# Version prefix of the worker-hash input, so a change of recipe never collides with old hashes.
-WORKER_HASH_VERSION = "dgd-worker-rollout-v2"
 # Stand-in for the hash while hashing the worker specs that will carry it.
 WORKER_HASH_PLACEHOLDER = "worker-hash-placeholder"
 
@@ -94,12 +90,6 @@ def dcd_name(dgd_name: str, component: str, worker_hash: str | None = None) -> s
 
 def discovery_service_account(dgd_name: str) -> str:
     return f"{dgd_name}-k8s-service-discovery"
-
-
-def short_hash(payload: Any, length: int = 8) -> str:
-    """First `length` hex chars of SHA-256 of the canonical JSON of `payload`."""
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()[:length]
 
 
 def service_name(name: str) -> str:
