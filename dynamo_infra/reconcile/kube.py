@@ -45,7 +45,7 @@ class NotFound(KubeError):
 
 
 class Conflict(KubeError):
-    """Server-side apply conflict: another field manager owns a field we set."""
+    """A write lost: another field manager owns a field we apply, or the object changed since it was read."""
 
 
 @dataclass(frozen=True)
@@ -190,6 +190,18 @@ class KubeClient:
             params["dryRun"] = "All"
         return self.request(
             "PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml"
+        )
+
+    def patch(self, obj: Manifest, operations: list[Manifest], *, manager: str = FIELD_MANAGER) -> Manifest:
+        """JSON patch (RFC 6902). An operation setting `/metadata/resourceVersion` makes it conditional:
+        Conflict when the object changed since it was read."""
+        info, ns, name = self._info(obj)
+        return self.request(
+            "PATCH",
+            info.path(ns, name),
+            body=operations,
+            params={"fieldManager": manager},
+            content_type="application/json-patch+json",
         )
 
     def get(self, obj: Manifest) -> Manifest | None:
