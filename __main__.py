@@ -75,6 +75,7 @@ pulumi.export(
             "conditions": g.conditions,
             "components": g.component_statuses,
             "checkpoints": g.checkpoint_statuses,
+            "takenOver": g.taken_over,
         }
         for n, g in graphs.items()
     },

@@ -20,6 +20,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
 from dynamo_infra.reconcile.kube import object_key
+from dynamo_infra.reconcile.takeover import merged_take_overs
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
@@ -135,7 +136,10 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         self.status = self.workload.status
         if waiting is not None:
             self.status = pulumi.Output.all(self.workload.status, waiting).apply(with_waiting)
-        self.register_outputs({"dcdName": rendered.dcd_name, "status": self.status})
+        self.taken_over = self.workload.taken_over
+        self.register_outputs(
+            {"dcdName": rendered.dcd_name, "status": self.status, "takenOver": self.taken_over}
+        )
 
 
 @dataclass(frozen=True)
@@ -195,8 +199,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
 
     `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path), or all inputs as
     DynamoGraphDeploymentArgs. Outputs: `state`, `conditions` and per-component `components` status,
-    computed as the operator does. Claims the graph creates survive `pulumi destroy` unless
-    `delete_pvcs_on_destroy` is set.
+    computed as the operator does; `taken_over`: what it took over from the Dynamo operator ({} when
+    nothing; README "Moving a graph from the operator"). Claims the graph creates survive `pulumi
+    destroy` unless `delete_pvcs_on_destroy` is set.
 
     Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a
     `Checkpoint` first; their objects are rendered from its readiness, so `Immediate` components
@@ -212,6 +217,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     conditions: pulumi.Output[list[dict[str, Any]]]
     component_statuses: pulumi.Output[dict[str, Any]]
     checkpoint_statuses: pulumi.Output[dict[str, Any]]
+    taken_over: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,
@@ -265,6 +271,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             for c in plan.claims
         }
         depends.extend(self.pvcs.values())
+        self.shared: ComponentWorkload | None = None
+        self.podcliqueset: ComponentWorkload | None = None
         if plan.shared:
             self.shared = self._workload(plan.shared, list(plan.shared.objects), [])
             depends.append(self.shared)
@@ -337,12 +345,18 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 for c, cp in self.checkpoints.items()
             }
         )
+        workloads = [
+            *(w for w in (self.shared, self.podcliqueset) if w),
+            *(c.workload for c in self.components.values()),
+        ]
+        self.taken_over = pulumi.Output.all(*[w.taken_over for w in workloads]).apply(merged_take_overs)
         self.register_outputs(
             {
                 "state": self.state,
                 "conditions": self.conditions,
                 "components": statuses,
                 "checkpoints": self.checkpoint_statuses,
+                "takenOver": self.taken_over,
             }
         )
 

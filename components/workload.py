@@ -63,5 +63,12 @@ class ComponentWorkload(Resource):
             "status": None,
             "inventory": None,
             "pullSecrets": None,
+            "takenOver": None,
         }
         super().__init__(ComponentWorkloadProvider(), name, props, opts)
+
+    @property
+    def taken_over(self) -> pulumi.Output[dict[str, Any]]:
+        """What was taken over from the Dynamo operator ({} when nothing)."""
+        value: pulumi.Output[dict[str, Any]] = self.__dict__["takenOver"]
+        return value

@@ -2,7 +2,9 @@
 
 Decision 3: an object that already exists and belongs to someone else (another resource or stack,
 the Dynamo operator, a hand-made object) is never taken over; applying it fails naming its owner.
-Fields others edit on our own objects are drift, restored by the next forced apply.
+The one exception is a graph moving from the operator: what the operator left for the same graph is
+taken over, loudly (`takeover`). Fields others edit on our own objects are drift, restored by the
+next forced apply.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import hashlib
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
+from dynamo_infra.reconcile.takeover import DCD_KIND, DGD_KIND, OperatorGraph, operator_owners
 
 # Label on every object a provider applies: which resource (namespace/graph/component) owns it,
 # so objects left behind by an interrupted run are found and pruned by the next one.
@@ -19,7 +22,7 @@ INVENTORY_LABEL = "dynamo-infra.io/inventory"
 # The owner spelled out, for people reading the object (and for telling ours from others').
 INVENTORY_ANNOTATION = "dynamo-infra.io/owner"
 # Owners whose ownerReference makes an object the Dynamo operator's.
-OPERATOR_KINDS = ("DynamoGraphDeployment", "DynamoComponentDeployment")
+OPERATOR_KINDS = (DGD_KIND, DCD_KIND)
 
 
 class ForeignObject(DynamoInfraError):
@@ -70,12 +73,27 @@ def foreign_owner(live: Manifest | None, owner: str) -> str | None:
     return f"field manager {', '.join(managers)}" if managers else "someone outside dynamo-infra"
 
 
-def refuse_foreign(client: KubeClient, objects: dict[str, Manifest], owner: str) -> None:
-    """Fail, naming each owner, when any of `objects` exists and belongs to someone else."""
-    taken = {k: foreign_owner(client.get_metadata(o), owner) for k, o in objects.items()}
-    found = [f"{k} belongs to {who}" for k, who in taken.items() if who is not None]
+def refuse_foreign(
+    client: KubeClient, objects: dict[str, Manifest], owner: str, operator: OperatorGraph | None = None
+) -> dict[str, Manifest]:
+    """Fail, naming each owner, when any of `objects` exists and belongs to someone else, but for
+    what the Dynamo operator left for `operator`'s graph: those are returned (key: metadata as found)."""
+    found: list[str] = []
+    adopted: dict[str, Manifest] = {}
+    for key, obj in objects.items():
+        live = client.get_metadata(obj)
+        who = foreign_owner(live, owner)
+        if live is None or who is None:
+            continue
+        meta = live.get("metadata") or {}
+        why = operator.refusal(meta) if operator is not None and operator_owners(meta) else ""
+        if why is None:
+            adopted[key] = meta
+        else:
+            found.append(f"{key} belongs to {who}" + (f", {why}" if why else ""))
     if found:
         raise ForeignObject(
             f"{owner}: not taking over objects that exist already: {'; '.join(found)} "
             "(delete them, or rename the graph or component)"
         )
+    return adopted

@@ -5,7 +5,8 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds},
   observe: {key: stub} of objects another controller creates for this one (Grove's PodCliques),
   scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove)
-Outputs: the inputs plus `inventory` (keys applied, in order) and `status`.
+Outputs: the inputs plus `inventory` (keys applied, in order), `status` and `takenOver` (what was
+taken over from the Dynamo operator, kept across updates; {} when nothing).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_timeout, log
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
+from dynamo_infra.reconcile.takeover import OperatorGraph, merged_take_overs, take_over
 from dynamo_infra.reconcile.workload import (
     Ownership,
     apply_objects,
@@ -100,7 +102,7 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
     inputs = WorkloadInputs
 
     def _reconcile(
-        self, props: dict[str, Any], previous: list[str], known: dict[str, Manifest], created: bool
+        self, props: dict[str, Any], previous: list[str], known: dict[str, Manifest], taken: dict[str, Any]
     ) -> dict[str, Any]:
         ins = self.typed(props)
         order = apply_order(ins.objects)
@@ -113,9 +115,17 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
                 ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
                 secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
             stamped = {k: with_inventory(o, ins.label, ins.inventory) for k, o in ordered.items()}
-            # Objects new to this resource may exist already: only ours are applied over.
-            refuse_foreign(client, {k: o for k, o in stamped.items() if k not in previous}, ins.label)
-            apply_objects(client, stamped, ownership, log)
+            # Objects new to this resource may exist already: only ours are applied over, and those the
+            # Dynamo operator left for this graph are taken over.
+            operator = OperatorGraph(client, ins.namespace, ins.graph)
+            new = {k: o for k, o in stamped.items() if k not in previous}
+            adopted = refuse_foreign(client, new, ins.label, operator)
+            # Workloads as the operator left them, to tell whether our apply replaces their pods.
+            before = {k: client.get(stamped[k]) for k in adopted if stamped[k]["kind"] in WORKLOAD_KINDS}
+            stored = apply_objects(client, stamped, ownership, log)
+            report = take_over(operator, adopted, before, stored)
+            for line in report.lines(ins.label.rstrip("/")):
+                log(line)
             prune(client, previous, ordered, known, log)
             kinds = {(o["apiVersion"], o["kind"]) for o in [*ordered.values(), *known.values()]}
             sweep_orphans(client, ins.namespace, ins.inventory, kinds, set(ordered), log)
@@ -130,7 +140,13 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
                 status = observed_status(read_live(client, list(watched), watched)).to_dict()
             else:
                 status = await_ready(client, watched, await_timeout(awaiting), ins.label).to_dict()
-        return {**props, "inventory": order, "status": status, "pullSecrets": secrets}
+        return {
+            **props,
+            "inventory": order,
+            "status": status,
+            "pullSecrets": secrets,
+            "takenOver": merged_take_overs([taken, report.to_dict()]),
+        }
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
@@ -171,13 +187,14 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
         )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        outs = self._reconcile(props, [], {}, created=True)
+        outs = self._reconcile(props, [], {}, {})
         return CreateResult(id_=self.typed(props).label, outs=outs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         previous = list(olds.get("inventory") or [])
         known = dict(olds.get("objects") or {})
-        return UpdateResult(outs=self._reconcile(news, previous, known, created=False))
+        taken = dict(olds.get("takenOver") or {})
+        return UpdateResult(outs=self._reconcile(news, previous, known, taken))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         ins = self.typed(props)
