@@ -263,6 +263,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 context=args.context,
                 namespace=plan.rendered.namespace,
                 claim_name=c.claim_name,
+                graph=plan.rendered.name,
                 manifest=c.manifest,
                 delete_on_destroy=c.delete_on_destroy,
                 await_policy=c.await_policy,
@@ -345,11 +346,12 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 for c, cp in self.checkpoints.items()
             }
         )
-        workloads = [
+        holders: list[ComponentWorkload | PersistentVolumeClaim] = [
+            *self.pvcs.values(),
             *(w for w in (self.shared, self.podcliqueset) if w),
             *(c.workload for c in self.components.values()),
         ]
-        self.taken_over = pulumi.Output.all(*[w.taken_over for w in workloads]).apply(merged_take_overs)
+        self.taken_over = pulumi.Output.all(*[h.taken_over for h in holders]).apply(merged_take_overs)
         self.register_outputs(
             {
                 "state": self.state,

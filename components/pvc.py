@@ -20,6 +20,8 @@ class PersistentVolumeClaimArgs:
     kubeconfig: pulumi.Input[str]
     namespace: str
     claim_name: str
+    # The graph using it (a claim the Dynamo operator made for it is freed from its DGD).
+    graph: str = ""
     # The claim to create when missing; None: the claim must exist.
     manifest: Manifest | None = None
     context: str | None = None
@@ -46,6 +48,7 @@ class PersistentVolumeClaim(Resource):
         context: str | None = None,
         namespace: str | None = None,
         claim_name: str | None = None,
+        graph: str | None = None,
         manifest: Manifest | None = None,
         delete_on_destroy: bool | None = None,
         await_policy: dict[str, Any] | None = None,
@@ -60,6 +63,7 @@ class PersistentVolumeClaim(Resource):
                 "context": context,
                 "namespace": namespace,
                 "claim_name": claim_name,
+                "graph": graph,
                 "manifest": manifest,
                 "delete_on_destroy": delete_on_destroy,
                 "await_policy": await_policy,
@@ -70,6 +74,7 @@ class PersistentVolumeClaim(Resource):
             "context": a.context or "",
             "namespace": a.namespace,
             "name": a.claim_name,
+            "graph": a.graph,
             "manifest": a.manifest,
             "create": a.manifest is not None,
             "deleteOnDestroy": a.delete_on_destroy,
@@ -77,5 +82,12 @@ class PersistentVolumeClaim(Resource):
             "phase": None,
             "volumeName": None,
             "adopted": None,
+            "takenOver": None,
         }
         super().__init__(PersistentVolumeClaimProvider(), name, props, opts)
+
+    @property
+    def taken_over(self) -> pulumi.Output[dict[str, Any]]:
+        """What was taken over from the Dynamo operator ({} when nothing)."""
+        value: pulumi.Output[dict[str, Any]] = self.__dict__["takenOver"]
+        return value

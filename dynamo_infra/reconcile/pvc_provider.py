@@ -4,8 +4,11 @@
 - `create: false`: the claim must already exist (clear error otherwise).
 - Destroy keeps the claim (and its data) unless `deleteOnDestroy` was set, and never deletes a
   claim it did not create.
-Inputs: kubeconfig (secret), context, namespace, name, manifest (None when not created by us),
-create, deleteOnDestroy, await {mode, timeoutSeconds}. Outputs add `adopted`, `phase`, `volumeName`.
+- A claim the Dynamo operator made for the same graph (owned by its DGD) loses that ownerReference,
+  and nothing else: deleting the DGD later would delete the claim and its data (`takeover`).
+Inputs: kubeconfig (secret), context, namespace, name, graph, manifest (None when not created by us),
+create, deleteOnDestroy, await {mode, timeoutSeconds}. Outputs add `adopted`, `phase`, `volumeName`,
+`takenOver` (as the workloads report it).
 """
 
 from __future__ import annotations
@@ -27,7 +30,14 @@ from dynamo_infra.reconcile.base import (
     await_until,
     log,
 )
-from dynamo_infra.reconcile.kube import KubeClient, stub
+from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
+from dynamo_infra.reconcile.takeover import (
+    OperatorGraph,
+    TakeOver,
+    merged_take_overs,
+    operator_owners,
+    owner_operations,
+)
 
 # Volume binding mode under which a claim stays Pending until a pod uses it.
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
@@ -42,6 +52,8 @@ class MissingClaim(DynamoInfraError):
 @dataclasses.dataclass(frozen=True)
 class ClaimInputs(Inputs):
     name: str = ""
+    # The graph using the claim (whose DGD may own it, when the operator made it).
+    graph: str = ""
     # The claim to create when missing; None when the graph does not create it.
     manifest: Manifest | None = None
     create: bool = False
@@ -68,12 +80,32 @@ def _waits_for_consumer(client: KubeClient, claim: Manifest) -> bool:
     return bool(sc and sc.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER)
 
 
+def take_over_claim(client: KubeClient, ins: ClaimInputs, live: Manifest) -> TakeOver:
+    """Free a claim the operator made for this graph from its DGD (the claim itself is kept as it is)."""
+    meta = live["metadata"]
+    owners = operator_owners(meta)
+    if not owners:
+        return TakeOver()
+    claim = f"PersistentVolumeClaim {ins.namespace}/{ins.name}"
+    operator = OperatorGraph(client, ins.namespace, ins.graph)
+    why = operator.refusal(meta)
+    if why is not None:
+        log(f"{claim} belongs to {owners[0]}, {why}: kept as it is; deleting that object deletes the claim")
+        return TakeOver()
+    operator.release(live, owner_operations)
+    log(f"{claim}: {owners[0]} no longer owns it (deleting it would delete the claim and its data)")
+    return TakeOver({object_key(live): str(owners[0])}, operator.remove_finalizers())
+
+
 class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
     inputs = ClaimInputs
 
-    def _ensure(self, props: dict[str, Any], adopted_before: bool | None) -> dict[str, Any]:
+    def _ensure(
+        self, props: dict[str, Any], adopted_before: bool | None, taken: dict[str, Any]
+    ) -> dict[str, Any]:
         ins = self.typed(props)
         ns, name = ins.namespace, ins.name
+        report = TakeOver()
         with ins.client() as client:
             live = client.get(ins.stub)
             adopted = adopted_before if adopted_before is not None else live is not None
@@ -85,10 +117,13 @@ class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
                     )
                 log(f"creating PersistentVolumeClaim {ns}/{name}")
                 live = client.apply(ins.manifest, force=False)
-            elif ins.manifest and not adopted_before:
-                log(f"PersistentVolumeClaim {ns}/{name} exists: kept as it is")
+            else:
+                if ins.manifest and not adopted_before:
+                    log(f"PersistentVolumeClaim {ns}/{name} exists: kept as it is")
+                report = take_over_claim(client, ins, live)
             live = self._await_bound(client, ins, live)
-        return {**props, "adopted": adopted, **self._observed(live)}
+        took = merged_take_overs([taken, report.to_dict()])
+        return {**props, "adopted": adopted, **self._observed(live), "takenOver": took}
 
     @staticmethod
     def _observed(live: Manifest) -> dict[str, Any]:
@@ -129,12 +164,13 @@ class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        outs = self._ensure(props, None)
+        outs = self._ensure(props, None, {})
         ins = self.typed(props)
         return CreateResult(id_=f"{ins.namespace}/{ins.name}", outs=outs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=self._ensure(news, bool(olds.get("adopted"))))
+        taken = dict(olds.get("takenOver") or {})
+        return UpdateResult(outs=self._ensure(news, bool(olds.get("adopted")), taken))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         ins = self.typed(props)

@@ -89,18 +89,21 @@ def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
+def owner_operations(meta: Manifest, owners: Collection[str]) -> list[Manifest]:
+    """JSON-patch operations dropping an object's ownerReferences to the uids in `owners`."""
+    refs = meta.get("ownerReferences") or []
+    kept = [r for r in refs if r.get("uid") not in owners]
+    if len(kept) == len(refs):
+        return []
+    if not kept:
+        return [{"op": "remove", "path": "/metadata/ownerReferences"}]
+    return [{"op": "replace", "path": "/metadata/ownerReferences", "value": kept}]
+
+
 def release_operations(meta: Manifest, owners: Collection[str]) -> list[Manifest]:
     """JSON-patch operations dropping what ties an object to the operator: ownerReferences to the
     uids in `owners`, the operator's annotations and managedFields entries (none: nothing to drop)."""
-    ops: list[Manifest] = []
-    refs = meta.get("ownerReferences") or []
-    kept = [r for r in refs if r.get("uid") not in owners]
-    if len(kept) < len(refs):
-        ops.append(
-            {"op": "replace", "path": "/metadata/ownerReferences", "value": kept}
-            if kept
-            else {"op": "remove", "path": "/metadata/ownerReferences"}
-        )
+    ops = owner_operations(meta, owners)
     annotations = meta.get("annotations") or {}
     ops.extend(
         {"op": "remove", "path": f"/metadata/annotations/{_pointer(k)}"}
@@ -294,9 +297,14 @@ class OperatorGraph:
         name = target["metadata"]["name"]
         raise TakeOverFailed(f"{target['kind']} {name} changed under {CONDITIONAL_ATTEMPTS} writes in a row")
 
-    def release(self, stored: Manifest) -> None:
-        """Untie an object we applied (as the API server returned it) from the operator."""
-        self._conditionally(stored, stored["metadata"], lambda meta: release_operations(meta, self.owners))
+    def release(
+        self,
+        live: Manifest,
+        operations: Callable[[Manifest, Collection[str]], list[Manifest]] = release_operations,
+    ) -> None:
+        """Untie an object (as the API server returned it) from the operator: `operations` (all of
+        `release_operations` by default) against the graph's DGD and DCDs it was found owned by."""
+        self._conditionally(live, live["metadata"], lambda meta: operations(meta, self.owners))
 
     def remove_finalizers(self) -> list[str]:
         """Remove the operator's finalizer from this graph's DCDs and DGD; those it was removed from."""

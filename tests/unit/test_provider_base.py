@@ -40,7 +40,8 @@ def test_diffed_inputs_are_every_input_the_reconcile_reads() -> None:
         "await", "scale", "observe", "pullSecretDiscovery",
     )  # fmt: skip
     assert ClaimInputs.diffed() == (
-        "kubeconfig", "context", "namespace", "name", "manifest", "create", "deleteOnDestroy", "await",
+        "kubeconfig", "context", "namespace", "name", "graph", "manifest", "create", "deleteOnDestroy",
+        "await",
     )  # fmt: skip
     assert CheckpointInputs.diffed() == (
         "kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds",
@@ -61,6 +62,7 @@ def test_typed_inputs_round_trip_the_property_dict() -> None:
         "context": "",
         "namespace": "n",
         "name": "c",
+        "graph": "g",
         "manifest": None,
         "create": False,
         "deleteOnDestroy": True,

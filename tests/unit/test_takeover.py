@@ -12,6 +12,7 @@ from dynamo_infra.reconcile import base
 from dynamo_infra.reconcile.kube import Conflict, KubeError, object_key
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL, ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
+from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 from dynamo_infra.reconcile.takeover import (
     DCD_KIND,
     DGD_KIND,
@@ -264,6 +265,34 @@ def test_an_update_keeps_what_was_taken_over_in_its_output(monkeypatch: pytest.M
     taken = TakeOver({"v1/Service/n/g-frontend": f"{DCD_KIND} g-frontend"}, [f"{DGD_KIND} g"]).to_dict()
     olds = {**props(SVC), "inventory": ["v1/Service/n/g-frontend"], "takenOver": taken}
     assert ComponentWorkloadProvider().update("id", olds, props(SVC)).outs["takenOver"] == taken
+
+
+CLAIM = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "cache", "namespace": NS}}
+
+
+@pytest.mark.parametrize(("graph", "freed"), [(GRAPH, True), ("h", False)])
+def test_a_claim_the_operator_made_for_the_graph_is_freed_from_its_dgd_and_kept_as_it_is(
+    monkeypatch: pytest.MonkeyPatch, graph: str, freed: bool
+) -> None:
+    made = left(CLAIM, ref(DGD_KIND, GRAPH, "dgd-uid"))
+    fake = Cluster(DGD, made)
+    monkeypatch.setattr(base.Inputs, "client", lambda self: fake)
+    claim = {"kubeconfig": "k", "namespace": NS, "name": "cache", "graph": graph, "manifest": CLAIM,
+             "create": True, "await": {"mode": "skip"}}  # fmt: skip
+    outs = PersistentVolumeClaimProvider().create(claim).outs or {}
+    live = fake.objects["v1/PersistentVolumeClaim/n/cache"]
+    assert outs["adopted"] is True and ("apply", "v1/PersistentVolumeClaim/n/cache") not in fake.writes
+    assert {k: v for k, v in live["metadata"].items() if k not in ("ownerReferences", "resourceVersion")} == {
+        k: v for k, v in made["metadata"].items() if k not in ("ownerReferences", "resourceVersion")
+    }
+    if freed:
+        assert "ownerReferences" not in live["metadata"]
+        assert outs["takenOver"]["objects"] == {"v1/PersistentVolumeClaim/n/cache": f"{DGD_KIND} {GRAPH}"}
+    else:
+        assert (
+            live["metadata"]["ownerReferences"] == made["metadata"]["ownerReferences"] and fake.writes == []
+        )
+        assert outs["takenOver"] == {}
 
 
 def test_take_overs_merge_across_components() -> None:
