@@ -47,6 +47,8 @@ OPERATOR_ANNOTATIONS = ("nvidia.com/last-applied-hash", "nvidia.com/last-applied
 # Versions a DGD or DCD is read in, the one 1.4.0 stores first: the operator serves the CRDs'
 # conversion webhook, so once it is gone the API server reads them only in their stored version.
 DYNAMO_API_VERSIONS = (v1alpha1.API_VERSION, v1beta1.API_VERSION)
+# How the API server words a write refused because an admission webhook did not answer.
+WEBHOOK_FAILURE = "failed calling webhook"
 # Attempts of a conditional write whose object keeps changing under it (a controller's status updates).
 CONDITIONAL_ATTEMPTS = 5
 
@@ -294,6 +296,15 @@ class OperatorGraph:
                 if live is None:
                     return False
                 meta = live["metadata"]
+            except KubeError as e:
+                if WEBHOOK_FAILURE in str(e):
+                    raise TakeOverFailed(
+                        f"{target['kind']} {target['metadata']['name']}: the operator's admission webhook "
+                        f"does not answer ({e}); the operator is stopped but its webhook configurations are "
+                        "still registered: uninstall its Helm release (its CRDs stay), or delete its "
+                        "ValidatingWebhookConfiguration and MutatingWebhookConfiguration, and run `up` again"
+                    ) from e
+                raise
         name = target["metadata"]["name"]
         raise TakeOverFailed(f"{target['kind']} {name} changed under {CONDITIONAL_ATTEMPTS} writes in a row")
 
@@ -336,11 +347,16 @@ def take_over(
     stored: Mapping[str, Manifest],
 ) -> TakeOver:
     """Finish taking over the `adopted` objects (key: metadata as found) once we applied them
-    (`stored`: as the API server returned them): release each, tell which workloads' pods are
-    replaced (`before`: workloads as found), remove the operator's finalizers."""
+    (`stored`: as the API server returned them): remove the operator's finalizers, release each
+    object, tell which workloads' pods are replaced (`before`: workloads as found).
+
+    Finalizers go first: until an object is released, the next `up` takes it over again, so a
+    failure here is retried there.
+    """
     report = TakeOver()
     if not adopted:
         return report
+    report.finalizers_removed = operator.remove_finalizers()
     for key, meta in adopted.items():
         report.objects[key] = str(operator_owners(meta)[0])
         operator.release(stored[key])
@@ -348,5 +364,4 @@ def take_over(
         changes = pod_template_changes(found, stored[key]) if found else []
         if changes:
             report.pods_replaced[key] = changes
-    report.finalizers_removed = operator.remove_finalizers()
     return report

@@ -20,6 +20,7 @@ from dynamo_infra.reconcile.takeover import (
     OPERATOR_FINALIZER,
     OperatorGraph,
     TakeOver,
+    TakeOverFailed,
     finalizer_operations,
     merged_take_overs,
     pod_template_changes,
@@ -74,6 +75,8 @@ class Cluster:
         self.readable = readable
         self.writes: list[tuple[str, str]] = []
         self.conflicts = 0
+        # The operator's admission webhooks are registered but nothing answers them.
+        self.webhook_down = False
 
     @staticmethod
     def _key(obj: Manifest) -> str:
@@ -118,6 +121,10 @@ class Cluster:
     def patch(self, obj: Manifest, operations: list[Manifest], **_: Any) -> Manifest:
         key = self._key(obj)
         live = self.objects[key]
+        if self.webhook_down and obj["kind"] in (DGD_KIND, DCD_KIND):
+            raise KubeError(
+                'Internal error occurred: failed calling webhook "vdynamographdeployment.kb.io"', 500
+            )
         self.writes.append(("patch", key))
         if self.conflicts:
             self.conflicts -= 1
@@ -248,6 +255,22 @@ def test_create_takes_over_the_operators_objects_and_reports_them(monkeypatch: p
         "n/g/Frontend: took over Deployment g-frontend, Service g-frontend from the Dynamo operator" in text
     )
     assert "the operator's pods keep running" in text
+
+
+def test_a_stopped_operators_webhook_fails_the_take_over_until_its_configurations_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owner = ref(DCD_KIND, "g-frontend", "dcd-uid")
+    fake = Cluster(DGD, DCD, left(SVC, owner))
+    fake.webhook_down = True
+    monkeypatch.setattr(base.Inputs, "client", lambda self: fake)
+    with pytest.raises(TakeOverFailed, match="uninstall its Helm release"):
+        ComponentWorkloadProvider().create(props(SVC))
+    assert fake.objects["v1/Service/n/g-frontend"]["metadata"]["ownerReferences"] == [owner], "not released"
+    fake.webhook_down = False
+    outs = ComponentWorkloadProvider().create(props(SVC)).outs or {}
+    assert outs["takenOver"]["objects"] == {"v1/Service/n/g-frontend": f"{DCD_KIND} g-frontend"}
+    assert "ownerReferences" not in fake.objects["v1/Service/n/g-frontend"]["metadata"]
 
 
 def test_create_refuses_another_graphs_objects_before_writing(monkeypatch: pytest.MonkeyPatch) -> None:
