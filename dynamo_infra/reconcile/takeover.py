@@ -47,6 +47,9 @@ OPERATOR_ANNOTATIONS = ("nvidia.com/last-applied-hash", "nvidia.com/last-applied
 # Versions a DGD or DCD is read in, the one 1.4.0 stores first: the operator serves the CRDs'
 # conversion webhook, so once it is gone the API server reads them only in their stored version.
 DYNAMO_API_VERSIONS = (v1alpha1.API_VERSION, v1beta1.API_VERSION)
+# Fields of a workload's spec whose change replaces its pods (Deployment, StatefulSet, Job and Grove's
+# PodCliqueSet: `template`; LeaderWorkerSet: `leaderWorkerTemplate`).
+POD_TEMPLATE_FIELDS = ("template", "leaderWorkerTemplate")
 # How the API server words a write refused because an admission webhook did not answer.
 WEBHOOK_FAILURE = "failed calling webhook"
 # Attempts of a conditional write whose object keeps changing under it (a controller's status updates).
@@ -149,10 +152,13 @@ def changed_paths(before: Any, after: Any, path: str = "", limit: int = 5) -> li
 
 
 def pod_template_changes(before: Manifest, after: Manifest) -> list[str]:
-    """Paths of a workload's spec, replicas aside, that our apply changed: its pods are replaced."""
-    spec_before = {k: v for k, v in (before.get("spec") or {}).items() if k != "replicas"}
-    spec_after = {k: v for k, v in (after.get("spec") or {}).items() if k != "replicas"}
-    return [f"spec.{p}" for p in changed_paths(spec_before, spec_after)]
+    """Paths of a workload's pod templates that our apply changed: its pods are replaced."""
+
+    def templates(obj: Manifest) -> dict[str, Any]:
+        spec = obj.get("spec") or {}
+        return {k: spec[k] for k in POD_TEMPLATE_FIELDS if k in spec}
+
+    return [f"spec.{p}" for p in changed_paths(templates(before), templates(after))]
 
 
 def _kind_and_name(key: str) -> str:

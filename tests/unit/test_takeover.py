@@ -168,8 +168,8 @@ def test_finalizer_operations_keep_other_finalizers() -> None:
     assert finalizer_operations({"finalizers": ["a"]}) == []
 
 
-def test_pod_template_changes_ignore_replicas() -> None:
-    scaled = {**DEP, "spec": {**DEP["spec"], "replicas": 3}}
+def test_pod_template_changes_are_the_templates_only() -> None:
+    scaled = {**DEP, "spec": {**DEP["spec"], "replicas": 3, "revisionHistoryLimit": 2}}
     assert pod_template_changes(DEP, scaled) == []
     changed = copy.deepcopy(DEP)
     changed["spec"]["template"]["spec"]["containers"][0]["image"] = "j"
