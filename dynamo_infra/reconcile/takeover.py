@@ -9,13 +9,14 @@ takes it over instead of refusing it (decision 3 still refuses everything else):
 
 1. the caller applies what we render, forced: a render equal to the operator's changes nothing in a
    pod template, so no pod restarts;
-2. `release`: the object's ownerReferences to the graph's DGD and DCDs go (deleting the DGD later must
+2. `remove_finalizers`: the operator's finalizer goes from the graph's DCDs and its DGD (nothing
+   removes it any more: deleting them would hang);
+3. `release`: the object's ownerReferences to the graph's DGD and DCDs go (deleting the DGD later must
    not garbage-collect what is ours now), so do the annotations only the operator's change detection
    reads and the operator's managedFields entries, so that we alone own what we render (a field we
    stop rendering is removed, not kept by a stale owner); what only the operator set (server
-   defaults) stays, unowned, as on the objects we create;
-3. `remove_finalizers`: the operator's finalizer goes from the graph's DCDs and its DGD (nothing
-   removes it any more: deleting them would hang).
+   defaults) stays, unowned, as on the objects we create. Until then the object is still the
+   operator's, so the next `up` takes it over again when one of these steps failed.
 
 An object is the operator's for graph G when a managedFields entry names the operator's field
 manager and its ownerReference names the live DGD G (same uid) or a live DCD whose controller is
@@ -59,7 +60,8 @@ T = TypeVar("T")
 
 
 class TakeOverFailed(DynamoInfraError):
-    """An object to take over kept changing under every conditional write."""
+    """A write taking over failed: its object kept changing, or the stopped operator's admission
+    webhook is still registered."""
 
 
 @dataclass(frozen=True)
