@@ -14,6 +14,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
 from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names, worker_hash
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
+from dynamo_infra.render.component_type import dcd_type_problem
 from dynamo_infra.render.context import ComponentContext, GraphContext
 from dynamo_infra.render.dcd import as_stored, generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
@@ -102,10 +103,6 @@ class RenderedGraph:
         return out
 
 
-def _fail(path: str, message: str) -> DynamoValidationError:
-    return DynamoValidationError([Problem(path, message)])
-
-
 def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions) -> dict[str, str]:
     """DGD annotations after the operator's webhook (origin version stamped when absent)."""
     annotations = dict(dgd.metadata.annotations or {})
@@ -186,13 +183,16 @@ def is_grove_pathway(g: GraphContext) -> bool:
 
 
 def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
-    """Admission and reconcile errors of the operator that depend on the cluster or the pathway."""
+    """Admission and reconcile errors of the operator that depend on the cluster or the pathway,
+    all of them at once."""
     problems = [p for ctx in contexts for p in gms.validate(ctx, grove_path)]
-    if problems:
-        raise DynamoValidationError(problems)
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
-        raise _fail(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR)
+        problems.append(Problem(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR))
+    if not grove_path:
+        problems.extend(p for ctx in contexts if (p := dcd_type_problem(ctx)) is not None)
+    if problems:
+        raise DynamoValidationError(problems)
 
 
 def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
