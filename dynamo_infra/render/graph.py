@@ -205,6 +205,13 @@ def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> lis
     return shared
 
 
+def has_multinode_component(dgd: AnyDGD) -> bool:
+    """HasAnyMultinodeComponent: some component runs on more than one node."""
+    return any(
+        c.multinode is not None and c.multinode.node_count > 1 for c in to_hub(dgd).spec.components or []
+    )
+
+
 def required_secrets(contexts: Sequence[ComponentContext]) -> tuple[str, ...]:
     """Secrets multinode components mount but never create (the TRT-LLM MPI SSH key pair)."""
     multinode = (ctx for ctx in contexts if ctx.node_count > 1)
