@@ -189,26 +189,39 @@ def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: 
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
         problems.append(Problem(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR))
+    problems.extend(checkpoint.gate_problems(g))
     if not grove_path:
         problems.extend(p for ctx in contexts if (p := dcd_type_problem(ctx)) is not None)
     if problems:
         raise DynamoValidationError(problems)
 
 
-def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
-    """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
+def objects_before_checkpoints(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """The graph-owned objects the operator makes before its checkpoint step: discovery RBAC, GMS
+    claim templates."""
     shared: list[Manifest] = discovery_rbac(g) if g.k8s_discovery else []
-    shared.extend(epp_objects(g))
     shared.extend(dra.graph_claim_templates(g, list(contexts)))
+    return shared
+
+
+def objects_after_checkpoints(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """The graph-owned objects the operator makes after its checkpoint step: EPP objects, the
+    wait-leader script."""
+    shared = epp_objects(g)
     if any(ctx.node_count > 1 for ctx in contexts):
         shared.append(wait_leader_config_map(g.name, g.namespace))
     return shared
 
 
+def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """Graph-owned objects, in the operator's order."""
+    return [*objects_before_checkpoints(g, contexts), *objects_after_checkpoints(g, contexts)]
+
+
 def has_multinode_component(dgd: AnyDGD) -> bool:
     """HasAnyMultinodeComponent: some component runs on more than one node."""
     return any(
-        c.multinode is not None and c.multinode.node_count > 1 for c in to_hub(dgd).spec.components or []
+        c.multinode is not None and c.multinode.node_count > 1 for c in served_hub(dgd).spec.components or []
     )
 
 
@@ -352,6 +365,16 @@ def grove_pathway(
     return _Pathway(components, (pcs,), tuple(checkpoints), status)
 
 
+def component_contexts(g: GraphContext, whash: str | None) -> list[ComponentContext]:
+    """Each component's generated DCD, as the component path renders it."""
+    return [
+        component_context(
+            generate_dcd(g, c, whash), g.options, g.legacy.component(c.name), g.dgd.spec.annotations
+        )
+        for c in g.dgd.spec.components or []
+    ]
+
+
 PATHWAYS: Mapping[
     str, Callable[[GraphContext, str | None, Sequence[PullSecret] | None, Mapping[str, bool]], _Pathway]
 ] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
@@ -393,15 +416,10 @@ def render_graph(
     """
     options = options or ClusterOptions()
     g = graph_context(dgd, options, namespace, restart_status)
-    hub, ns = g.dgd, g.namespace
+    ns = g.namespace
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
     whash = graph_worker_hash(g)
-    contexts = [
-        component_context(
-            generate_dcd(g, c, whash), options, g.legacy.component(c.name), hub.spec.annotations
-        )
-        for c in hub.spec.components or []
-    ]
+    contexts = component_contexts(g, whash)
     validate(g, contexts, pathway == PATHWAY_GROVE)
     shared = shared_objects(g, contexts)
     rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})
