@@ -167,9 +167,15 @@ def test_example_stack_up_converges_and_destroys(
     # its RoleBinding `<account>-binding`.
     has_epp = any(c.type == "epp" for g in run.graphs for c in g.components.values())
     for account in (PLANNER_SERVICE_ACCOUNT, *([EPP_SERVICE_ACCOUNT] if has_epp else [])):
-        for (api_version, kind), name in zip(PLATFORM_KINDS, (account, f"{account}-binding"), strict=True):
-            stub = {"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": ns}}
-            assert kube.get(stub) is not None, f"{kind} {name}"
+        for (api_version, kind), object_name in zip(
+            PLATFORM_KINDS, (account, f"{account}-binding"), strict=True
+        ):
+            stub = {
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": {"name": object_name, "namespace": ns},
+            }
+            assert kube.get(stub) is not None, f"{kind} {object_name}"
     crd_names = run.crd_names()
     for crd in crd_names:
         live = kube.get({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
