@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -31,7 +30,6 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
-from dynamo_infra.render.names import LABEL_GRAPH, LABEL_WORKER_HASH
 from dynamo_infra.render.partial import operator_partial
 from tests.conftest import CORPUS, DATA, REPO
 
@@ -154,27 +152,6 @@ def keyed(objects: Iterable[Manifest]) -> dict[Key, Manifest]:
     return {key(o): normalised(o) for o in objects}
 
 
-def pair_worker_hashes(
-    objects: list[Manifest], ours: str | None, expected: list[Manifest], graph: str
-) -> list[Manifest]:
-    """TEMPORARY, the one place our worker hash is mapped to the operator's (the 8 hex in `graph`'s
-    worker names, labels and DYN_NAMESPACE_WORKER_SUFFIX, read from its workers' label in `expected`),
-    until branch `hash` makes them equal; then remove this function and its call so names compare
-    exactly."""
-    theirs = next(
-        (
-            str(labels[LABEL_WORKER_HASH])
-            for o in expected
-            if (labels := o["metadata"].get("labels") or {}).get(LABEL_GRAPH) == graph
-            and labels.get(LABEL_WORKER_HASH)
-        ),
-        None,
-    )
-    if not ours or not theirs or ours == theirs:
-        return objects
-    return list(json.loads(json.dumps(objects).replace(ours, theirs)))
-
-
 @dataclass(frozen=True)
 class Ours:
     """Our side of one file: objects of the graphs we render, or of the ones we refuse what the
@@ -240,22 +217,17 @@ class Case:
         return out
 
     def ours(self, defaults: Callable[[Manifest], Manifest] = lambda o: o) -> Ours:
-        """Our objects (each through `defaults`, the API server's defaulting when pure), worker
-        hashes paired with the operator's."""
+        """Our objects, each through `defaults` (the API server's defaulting when pure)."""
         objects = [defaults(o) for o in self.platform_objects()]
         refusals = []
         for g in self.graphs:
             try:
                 r = render_graph(g, self.options, self.namespace)
                 graph = r.all_objects() + [c.dcd for c in r.components.values() if c.dcd is not None]
-                whash = r.worker_hash
             except DynamoValidationError as e:
                 refusals.append(e)
-                partial = operator_partial(g, self.options, self.namespace)
-                graph, whash = list(partial.objects), partial.worker_hash
-            objects.extend(
-                defaults(o) for o in pair_worker_hashes(graph, whash, self.expected, to_hub(g).name)
-            )
+                graph = list(operator_partial(g, self.options, self.namespace).objects)
+            objects.extend(defaults(o) for o in graph)
         return Ours(objects, refusals)
 
 

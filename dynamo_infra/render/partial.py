@@ -20,7 +20,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import checkpoint
 from dynamo_infra.render.component_type import dcd_type_problem
-from dynamo_infra.render.dcd import generate_dcd
+from dynamo_infra.render.dcd import as_stored, generate_dcd
 from dynamo_infra.render.deployment import model_service
 from dynamo_infra.render.graph import (
     component_context,
@@ -41,7 +41,6 @@ class PartialGraph:
     """The objects the operator creates for a graph, in its order, and why components have none."""
 
     objects: tuple[Manifest, ...]
-    worker_hash: str | None = None
     # Component name -> the problems its DCD or workload stopped at.
     failures: Mapping[str, DynamoValidationError] = field(default_factory=dict)
 
@@ -53,18 +52,18 @@ def operator_partial(dgd: AnyDGD, options: ClusterOptions, namespace: str | None
     contexts = component_contexts(g, whash)
     out = objects_before_checkpoints(g, contexts)
     if checkpoint.gate_problems(g):
-        return PartialGraph(tuple(out), whash)
+        return PartialGraph(tuple(out))
     out.extend(objects_after_checkpoints(g, contexts))
     if is_grove_pathway(g):
         try:
             grove = grove_pathway(g, whash, None, {})
         except DynamoValidationError as e:
-            return PartialGraph(tuple(out), whash, {g.name: e})
+            return PartialGraph(tuple(out), {g.name: e})
         out.extend(grove.workloads)
         out.extend(o for c in grove.components.values() for o in c.objects)
-        return PartialGraph(tuple(out), whash)
+        return PartialGraph(tuple(out))
     if any(ctx.node_count > 1 for ctx in contexts) and not options.lws_enabled:
-        return PartialGraph(tuple(out), whash)
+        return PartialGraph(tuple(out))
     failures: dict[str, DynamoValidationError] = {}
     models: set[str] = set()
     for c in sorted(g.dgd.spec.components or [], key=lambda c: c.name):
@@ -74,7 +73,7 @@ def operator_partial(dgd: AnyDGD, options: ClusterOptions, namespace: str | None
         if problem is not None:
             failures[c.name] = DynamoValidationError([problem])
             continue
-        out.append(dcd)
+        out.append(as_stored(dcd))
         try:
             objects = component_objects(ctx, workload_kind(ctx))
         except DynamoValidationError as e:
@@ -85,4 +84,4 @@ def operator_partial(dgd: AnyDGD, options: ClusterOptions, namespace: str | None
         if model is not None and ctx.model_ref not in models:
             models.add(str(ctx.model_ref))
             out.append(model)
-    return PartialGraph(tuple(out), whash, failures)
+    return PartialGraph(tuple(out), failures)

@@ -23,7 +23,6 @@ from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import CORPUS, REPO
 from tests.integration.harness import kube_client, namespace_object
 from tests.operator_rendered import DCD, Case, Ours, cases, compare, refusal_problems
-from tests.unit.test_operator_rendered import DCD_CONTENT_IS_BRANCH_HASH
 from tools.localcluster import LocalCluster
 
 CASES = cases()
@@ -92,7 +91,6 @@ def test_objects_equal_the_operators(case: Case, stored: dict[str, Ours]) -> Non
     assert comparison.equal, "nothing compared"
 
 
-@pytest.mark.xfail(reason=DCD_CONTENT_IS_BRANCH_HASH, strict=False)
 @pytest.mark.parametrize("case", WITH_DCDS, ids=lambda c: c.name)
 def test_dcds_equal_the_operators(case: Case, stored: dict[str, Ours]) -> None:
     comparison = compare(case, case.expected, stored[case.name], lambda kind: kind == DCD)

@@ -17,9 +17,6 @@ from tests.operator_rendered import DCD, Case, cases, compare, refusal_problems
 CASES = cases()
 # Files holding DCDs (the Grove pass has none: the PodCliqueSet replaces them).
 WITH_DCDS = [c for c in CASES if any(o["kind"] == DCD for o in c.expected)]
-# DynamoComponentDeployment content (and worker hashes) belong to branch `hash`; until it lands their
-# differences are reported, not failed. Remove the mark on merge.
-DCD_CONTENT_IS_BRANCH_HASH = "DCD content and the worker hash are branch hash's"
 
 
 def test_every_pass_has_its_files() -> None:
@@ -37,7 +34,6 @@ def test_objects_equal_the_operators(case: Case) -> None:
     assert comparison.equal, "nothing compared"
 
 
-@pytest.mark.xfail(reason=DCD_CONTENT_IS_BRANCH_HASH, strict=False)
 @pytest.mark.parametrize("case", WITH_DCDS, ids=lambda c: c.name)
 def test_dcds_equal_the_operators(case: Case) -> None:
     comparison = compare(case, case.expected, case.ours(with_defaults), lambda kind: kind == DCD)
