@@ -7,7 +7,7 @@ from typing import NoReturn
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import DynamoGraphDeployment, Platform, PlatformArgs, read_ownership
+from components import DynamoGraphDeployment, Platform, PlatformArgs, read_mpi_ssh_secret, read_ownership
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
@@ -29,10 +29,31 @@ kubeconfig: pulumi.Input[str] = pulumi.Output.secret(stack.kubeconfig)
 # (a Helm-installed operator) installed.
 try:
     ownership = read_ownership(
-        stack.kubeconfig, stack.context, options.namespace, f"{pulumi.get_project()}/{pulumi.get_stack()}"
+        stack.kubeconfig,
+        stack.context,
+        options.namespace,
+        f"{pulumi.get_project()}/{pulumi.get_stack()}",
+        mpi_ssh_secret_name=options.mpi.ssh_secret_name,
     )
 except (KubeError, ValueError) as e:
     fail(f"{stack.kubeconfig_key}: cannot read namespace {options.namespace} or the Dynamo CRDs: {e}")
+# As the operator copies its MPI SSH key secret into a graph namespace with multinode graphs.
+mpi = options.mpi
+mpi_ssh_secret = None
+if mpi.ssh_secret_namespace and mpi.ssh_secret_namespace != options.namespace and stack.has_multinode():
+    try:
+        mpi_ssh_secret = read_mpi_ssh_secret(
+            stack.kubeconfig, stack.context, mpi.ssh_secret_namespace, mpi.ssh_secret_name
+        )
+    except (KubeError, ValueError) as e:
+        fail(
+            f"{stack.kubeconfig_key}: cannot read secret {mpi.ssh_secret_namespace}/{mpi.ssh_secret_name}: {e}"
+        )
+    if mpi_ssh_secret is None:
+        fail(
+            f"dynamo-infra:cluster mpi.sshSecretNamespace: secret {mpi.ssh_secret_namespace}/"
+            f"{mpi.ssh_secret_name} does not exist (multinode graphs mount its SSH key pair)"
+        )
 provider = k8s.Provider(
     "cluster", kubeconfig=kubeconfig, context=stack.context, enable_server_side_apply=True
 )
@@ -45,6 +66,9 @@ platform = Platform(
         keep_namespace=stack.keeps_namespace(),
         crds=stack.platform.install_crds,
         device_class=options.dra.device_class if stack.platform.creates_device_class(options) else None,
+        epp=stack.has_epp(),
+        mpi_ssh_secret=mpi_ssh_secret,
+        mpi_ssh_secret_name=mpi.ssh_secret_name,
     ),
     provider=provider,
 )

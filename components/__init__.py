@@ -8,7 +8,7 @@ from components.graph import (
     DynamoGraphDeploymentArgs,
 )
 from components.graph_plan import GraphPlan, plan_graph
-from components.platform import Platform, read_ownership
+from components.platform import Platform, read_mpi_ssh_secret, read_ownership
 from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from components.pvc import PersistentVolumeClaim, PersistentVolumeClaimArgs
 from components.scaling import ScalingAdapter, ScalingAdapterArgs
@@ -35,5 +35,6 @@ __all__ = [
     "load_graph",
     "plan_graph",
     "plan_platform",
+    "read_mpi_ssh_secret",
     "read_ownership",
 ]

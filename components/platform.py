@@ -9,10 +9,10 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.namespace_objects import PLATFORM_ACCOUNTS, PLATFORM_CLUSTER_ROLES, RBAC_API_GROUP
 from components.platform_plan import (
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
-    PLATFORM_ACCOUNTS,
     Alias,
     Ownership,
     PlatformArgs,
@@ -23,36 +23,56 @@ from components.platform_plan import (
     owned_by,
     plan_platform,
 )
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
 
 
+def _in_namespace(kind: str, name: str, namespace: str) -> dict[str, object]:
+    return {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}}
+
+
 def read_ownership(
-    kubeconfig: str, context: str | None, namespace: str, stack: str, crd_dir: Path = DEFAULT_CRD_DIR
+    kubeconfig: str,
+    context: str | None,
+    namespace: str,
+    stack: str,
+    crd_dir: Path = DEFAULT_CRD_DIR,
+    mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET,
 ) -> Ownership:
-    """Ownership from the cluster as it is when the program runs (a few GETs; CRDs' metadata only)."""
+    """Ownership from the cluster as it is when the program runs (a few GETs; CRDs' and ClusterRoles'
+    metadata only)."""
     with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
         live_ns = client.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
-        accounts = frozenset(
-            a
-            for a in PLATFORM_ACCOUNTS
-            if live_ns is None
-            or owned_by(
-                client.get(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "ServiceAccount",
-                        "metadata": {"name": a, "namespace": namespace},
-                    }
-                ),
-                stack,
-            )
-        )
+
+        def ours(kind: str, name: str) -> bool:
+            return live_ns is None or owned_by(client.get(_in_namespace(kind, name, namespace)), stack)
+
+        accounts = frozenset(a for a in PLATFORM_ACCOUNTS if ours("ServiceAccount", a))
         owners = {name: crd_owner(client.get_metadata(crd_stub(name))) for name in dynamo_crd_names(crd_dir)}
+        role_owners = {
+            role: crd_owner(
+                client.get_metadata(
+                    {"apiVersion": f"{RBAC_API_GROUP}/v1", "kind": "ClusterRole", "metadata": {"name": role}}
+                )
+            )
+            for role in sorted(PLATFORM_CLUSTER_ROLES)
+        }
+        mpi = ours("Secret", mpi_ssh_secret_name)
     foreign = {name: owner for name, owner in owners.items() if owner is not None}
-    return Ownership(stack, owned_by(live_ns, stack), accounts, foreign)
+    foreign_roles = {name: owner for name, owner in role_owners.items() if owner is not None}
+    return Ownership(stack, owned_by(live_ns, stack), accounts, foreign, foreign_roles, mpi)
+
+
+def read_mpi_ssh_secret(kubeconfig: str, context: str | None, namespace: str, name: str) -> Manifest | None:
+    """The MPI SSH key secret the operator copies into graph namespaces (its `mpi.sshSecretNamespace`
+    and `sshSecretName`): its `type` and `data`, or None when absent."""
+    with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
+        live = client.get(_in_namespace("Secret", name, namespace))
+    return None if live is None else {"type": live.get("type"), "data": live.get("data") or {}}
 
 
 def aliases_of(aliases: tuple[Alias, ...]) -> list[pulumi.Alias]:
@@ -65,8 +85,9 @@ def aliases_of(aliases: tuple[Alias, ...]) -> list[pulumi.Alias]:
 
 
 class Platform(pulumi.ComponentResource):
-    """Namespace, planner/EPP service accounts, the Dynamo CRDs, and optionally third-party CRDs and the
-    DRA DeviceClass, through `provider`; inputs as PlatformArgs or its keyword arguments (see there).
+    """Namespace, planner/EPP service accounts bound to their ClusterRoles, the MPI SSH key copy, the
+    Dynamo CRDs, and optionally third-party CRDs and the DRA DeviceClass, through `provider`; inputs
+    as PlatformArgs or its keyword arguments (see there).
 
     Children are named `<name>-<object>`: two platforms coexist in one program.
     """
@@ -83,12 +104,25 @@ class Platform(pulumi.ComponentResource):
         crds: Sequence[str] = (),
         crd_dir: Path = DEFAULT_CRD_DIR,
         device_class: str | None = None,
+        epp: bool = False,
+        mpi_ssh_secret: Manifest | None = None,
+        mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if args is None:
             if namespace is None or ownership is None:
                 raise TypeError("Platform: namespace and ownership are required (or PlatformArgs)")
-            args = PlatformArgs(namespace, ownership, keep_namespace, crds, crd_dir, device_class)
+            args = PlatformArgs(
+                namespace,
+                ownership,
+                keep_namespace,
+                crds,
+                crd_dir,
+                device_class,
+                epp,
+                mpi_ssh_secret,
+                mpi_ssh_secret_name,
+            )
         super().__init__(PLATFORM_TYPE, name, None, opts)
         self.plan: PlatformPlan = plan_platform(name, args)
         plan = self.plan
@@ -137,18 +171,40 @@ class Platform(pulumi.ComponentResource):
             if plan.device_class
             else None
         )
+        self.cluster_roles = [
+            k8s.rbac.v1.ClusterRole(
+                r.name,
+                metadata=r.metadata,
+                rules=r.inputs["rules"],
+                opts=with_aliases(r.aliases, retain_on_delete=True),
+            )
+            for r in plan.cluster_roles
+        ]
         in_ns: list[pulumi.Resource] = [self.namespace] if self.namespace else []
         self.service_accounts: list[pulumi.Resource] = []
+        self.role_bindings: list[pulumi.Resource] = []
         for a in plan.accounts:
-            opts_a = with_aliases(a.aliases, depends_on=in_ns)
-            sa = k8s.core.v1.ServiceAccount(a.name, metadata=a.metadata, opts=opts_a)
-            role = k8s.rbac.v1.Role(a.name, metadata=a.metadata, rules=a.rules, opts=opts_a)
-            k8s.rbac.v1.RoleBinding(
+            sa = k8s.core.v1.ServiceAccount(
+                a.name, metadata=a.metadata, opts=with_aliases(a.aliases, depends_on=in_ns)
+            )
+            binding = k8s.rbac.v1.RoleBinding(
                 a.name,
-                metadata=a.metadata,
-                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": a.account},
+                metadata=a.binding_metadata,
+                role_ref=a.role_ref,
                 subjects=a.subjects,
-                opts=with_aliases(a.aliases, depends_on=[*in_ns, sa, role]),
+                opts=with_aliases(a.aliases, depends_on=[*in_ns, sa, *self.cluster_roles]),
             )
             self.service_accounts.append(sa)
+            self.role_bindings.append(binding)
+        self.mpi_ssh_secret = (
+            k8s.core.v1.Secret(
+                plan.mpi_ssh_secret.name,
+                metadata=plan.mpi_ssh_secret.metadata,
+                type=plan.mpi_ssh_secret.inputs["type"],
+                data=pulumi.Output.secret(plan.mpi_ssh_secret.inputs["data"]),
+                opts=with_aliases(plan.mpi_ssh_secret.aliases, depends_on=in_ns),
+            )
+            if plan.mpi_ssh_secret
+            else None
+        )
         self.register_outputs(plan.outputs)

@@ -1,11 +1,13 @@
 """plan_platform: the objects of the cluster layer (what the operator's Helm chart and its dependencies
 would install), as pulumi-kubernetes resources with their inputs. Pure (no Pulumi).
 
-The namespace and the service accounts are created and deleted by the stack that created them
-(annotation OWNER_ANNOTATION); one that already exists and belongs to a user or another stack is
-used as it is, never modified nor deleted (see `owned_by`). The service accounts (with their RBAC)
-that planner and EPP pods run as; the Dynamo runtime's CRDs (`stacks/crds/dynamo/`, always); the
-third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA DeviceClass.
+The namespace, the service accounts and the MPI SSH key copy are created and deleted by the stack
+that created them (annotation OWNER_ANNOTATION); one that already exists and belongs to a user or
+another stack is used as it is, never modified nor deleted (see `owned_by`). The service accounts
+planner and EPP pods run as, bound to their ClusterRoles, and the MPI key copy are the operator's own
+per-namespace objects (`namespace_objects`); the Dynamo runtime's CRDs (`stacks/crds/dynamo/`,
+always); the third-party CRDs a stack declares (shipped in `stacks/crds/<set>/`) and the DRA
+DeviceClass. ClusterRoles, like CRDs, are shared by stacks and kept on destroy.
 
 A Dynamo CRD that exists and was not installed by dynamo-infra (a Helm-installed operator's) is used
 as it is, never applied nor deleted (see `crd_owner`). CRDs are never deleted by `pulumi destroy`
@@ -28,7 +30,16 @@ from typing import Any
 
 import yaml
 
+from components.namespace_objects import (
+    PLATFORM_ACCOUNTS,
+    PLATFORM_ROLES,
+    RBAC_API_GROUP,
+    binding_name,
+    mpi_secret_labels,
+    operator_rbac_labels,
+)
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET
 from dynamo_infra.platform_options import DYNAMO_CRD_SET
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
@@ -54,44 +65,6 @@ CRD_API_VERSION = "apiextensions.k8s.io/v1"
 # On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
 # that manages (and may delete) them.
 OWNER_ANNOTATION = "dynamo-infra.io/owner-stack"
-
-# What the planner reads and scales: pods and metrics endpoints, Dynamo graphs and their adapters.
-PLANNER_RULES = [
-    {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
-    {
-        "apiGroups": ["apps"],
-        "resources": ["deployments", "deployments/scale"],
-        "verbs": ["get", "list", "watch", "patch", "update"],
-    },
-    {
-        "apiGroups": ["nvidia.com"],
-        "resources": [
-            "dynamographdeployments",
-            "dynamographdeploymentscalingadapters",
-            "dynamocomponentdeployments",
-        ],
-        "verbs": ["get", "list", "watch", "patch", "update"],
-    },
-]
-# What the endpoint picker watches: pods and endpoint slices of the pool, the InferencePool itself.
-EPP_RULES = [
-    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
-    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
-    {
-        "apiGroups": ["inference.networking.k8s.io"],
-        "resources": ["inferencepools"],
-        "verbs": ["get", "list", "watch"],
-    },
-    {"apiGroups": ["nvidia.com"], "resources": ["dynamoworkermetadatas"], "verbs": ["get", "list", "watch"]},
-]
-
-
-# The service accounts graphs' pods run as, with their rules.
-PLATFORM_RULES: Mapping[str, list[dict[str, Any]]] = {
-    PLANNER_SERVICE_ACCOUNT: PLANNER_RULES,
-    EPP_SERVICE_ACCOUNT: EPP_RULES,
-}
-PLATFORM_ACCOUNTS = frozenset(PLATFORM_RULES)
 
 
 def without_descriptions(schema: Any) -> Any:
@@ -190,8 +163,9 @@ def crd_stub(name: str) -> Manifest:
 
 
 def crd_owner(live: Manifest | None) -> str | None:
-    """Who else manages this CRD; None when the platform does: the CRD is absent (the platform installs
-    it), or applied by CLUSTER_FIELD_MANAGER and labelled as managed by no other tool."""
+    """Who else manages this cluster-wide object (a CRD, a ClusterRole); None when the platform does:
+    it is absent (the platform installs it), or applied by CLUSTER_FIELD_MANAGER and labelled as
+    managed by no other tool."""
     if live is None:
         return None
     meta = live.get("metadata") or {}
@@ -228,10 +202,14 @@ class Ownership:
     # `<project>/<stack>`.
     stack: str
     namespace: bool = True
-    # Service accounts (each with its Role and RoleBinding) the stack manages.
+    # Service accounts (each with its RoleBinding) the stack manages.
     accounts: frozenset[str] = PLATFORM_ACCOUNTS
     # Dynamo CRDs another tool installed (name: who manages it): used as they are, never applied.
     foreign_crds: Mapping[str, str] = field(default_factory=dict)
+    # ClusterRoles of the accounts another tool installed (a Helm-installed operator's): used as they are.
+    foreign_cluster_roles: Mapping[str, str] = field(default_factory=dict)
+    # Whether the namespace's MPI SSH key secret is the stack's to create (absent, or its own).
+    mpi_ssh_secret: bool = True
 
 
 def device_class_manifest(name: str) -> dict[str, Any]:
@@ -254,7 +232,10 @@ class PlatformArgs:
     others exist already and belong to a user or another stack: untouched and never deleted.
     `keep_namespace` retains an owned namespace on destroy (it holds claims whose data is kept);
     `crds` names shipped CRD sets (folders of `crd_dir`), retained on destroy; `device_class` names
-    the DeviceClass to create (None: none).
+    the DeviceClass to create (None: none). As the operator does per graph namespace: the planner
+    account always, the EPP account when `epp` (a graph has an EPP component), and when
+    `mpi_ssh_secret` (the source Secret's `type` and `data`, for graphs with multinode components) a
+    copy of it named `mpi_ssh_secret_name`.
     """
 
     namespace: str
@@ -263,6 +244,9 @@ class PlatformArgs:
     crds: Sequence[str] = ()
     crd_dir: Path = DEFAULT_CRD_DIR
     device_class: str | None = None
+    epp: bool = False
+    mpi_ssh_secret: Manifest | None = None
+    mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET
 
 
 @dataclass(frozen=True)
@@ -285,14 +269,29 @@ class ChildPlan:
 
 @dataclass(frozen=True)
 class AccountPlan:
-    """A service account with its Role and RoleBinding (three resources of one name)."""
+    """A service account and its RoleBinding to a ClusterRole (two resources of one name), as the
+    operator's RBAC manager makes them."""
 
     name: str
     aliases: tuple[Alias, ...]
     account: str
     metadata: Manifest
-    rules: list[dict[str, Any]]
+    binding_metadata: Manifest
+    role_ref: Manifest
     subjects: list[dict[str, Any]]
+
+    def manifests(self) -> list[Manifest]:
+        """The ServiceAccount and RoleBinding as applied."""
+        return [
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": self.metadata},
+            {
+                "apiVersion": f"{RBAC_API_GROUP}/v1",
+                "kind": "RoleBinding",
+                "metadata": self.binding_metadata,
+                "roleRef": self.role_ref,
+                "subjects": self.subjects,
+            },
+        ]
 
 
 @dataclass(frozen=True)
@@ -302,7 +301,11 @@ class PlatformPlan:
     keep_namespace: bool
     crds: tuple[ChildPlan, ...]
     device_class: ChildPlan | None
+    # ClusterRoles the accounts are bound to (cluster-wide, shared by stacks, retained on destroy).
+    cluster_roles: tuple[ChildPlan, ...]
     accounts: tuple[AccountPlan, ...]
+    # The namespace's copy of the MPI SSH key secret.
+    mpi_ssh_secret: ChildPlan | None
     # What the `up` says about Dynamo CRDs another tool installed.
     messages: tuple[str, ...]
     outputs: Manifest
@@ -349,21 +352,58 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         device_class = ChildPlan(
             f"{name}-device-class", aliases("device-class"), manifest["metadata"], {"spec": manifest["spec"]}
         )
+    wanted = [PLANNER_SERVICE_ACCOUNT, *([EPP_SERVICE_ACCOUNT] if args.epp else [])]
+    owner = {"annotations": {OWNER_ANNOTATION: ownership.stack}}
     accounts = tuple(
         AccountPlan(
             f"{name}-{account}",
             aliases(account),
             account,
-            {"name": account, "namespace": args.namespace, **owned},
-            rules,
+            {"name": account, "namespace": args.namespace, "labels": operator_rbac_labels(account), **owner},
+            {
+                "name": binding_name(account),
+                "namespace": args.namespace,
+                "labels": operator_rbac_labels(account),
+                **owner,
+            },
+            {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": PLATFORM_ROLES[account].cluster_role},
             [{"kind": "ServiceAccount", "name": account, "namespace": args.namespace}],
         )
-        for account, rules in PLATFORM_RULES.items()
+        for account in wanted
         if account in ownership.accounts
+    )
+    roles = sorted({PLATFORM_ROLES[a].cluster_role: PLATFORM_ROLES[a] for a in wanted}.items())
+    cluster_roles = tuple(
+        ChildPlan(
+            f"{name}-{role}",
+            aliases(role),
+            shared({"name": role, "labels": MANAGED_BY}),
+            {"rules": spec.rules},
+        )
+        for role, spec in roles
+        if role not in ownership.foreign_cluster_roles
+    )
+    mpi_ssh_secret = (
+        ChildPlan(
+            f"{name}-{args.mpi_ssh_secret_name}",
+            aliases(args.mpi_ssh_secret_name),
+            {
+                "name": args.mpi_ssh_secret_name,
+                "namespace": args.namespace,
+                "labels": mpi_secret_labels(),
+                **owner,
+            },
+            {"type": args.mpi_ssh_secret.get("type"), "data": args.mpi_ssh_secret.get("data") or {}},
+        )
+        if args.mpi_ssh_secret is not None and ownership.mpi_ssh_secret
+        else None
     )
     messages = tuple(
         f"CRD {crd_name} exists, {owner}: used as it is (never applied nor deleted by this stack)"
         for crd_name, owner in sorted(ownership.foreign_crds.items())
+    ) + tuple(
+        f"ClusterRole {role} exists, {who}: used as it is (never applied nor deleted by this stack)"
+        for role, who in sorted(ownership.foreign_cluster_roles.items())
     )
     outputs = {
         "namespace": args.namespace,
@@ -372,4 +412,14 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         "crdsUsedAsTheyAre": sorted(ownership.foreign_crds),
         "deviceClass": args.device_class,
     }
-    return PlatformPlan(namespace, args.keep_namespace, crds, device_class, accounts, messages, outputs)
+    return PlatformPlan(
+        namespace,
+        args.keep_namespace,
+        crds,
+        device_class,
+        cluster_roles,
+        accounts,
+        mpi_ssh_secret,
+        messages,
+        outputs,
+    )

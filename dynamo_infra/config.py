@@ -40,6 +40,7 @@ GroveScheduler = Literal["default", "kai", "volcano"]
 _DURATION = re.compile(r"^(?:(\d+(?:\.\d+)?)(h|ms|m|s))+$")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
@@ -117,7 +118,12 @@ class DRA(Switch):
 
 
 class MPI(WireModel):
+    """The SSH key pair TRT-LLM multinode pods mount. With `sshSecretNamespace` (the operator's
+    namespace, where it keeps the source), the platform copies that secret into the graphs' namespace
+    when a graph has multinode components, as the operator does; without it, the user creates it."""
+
     ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET
+    ssh_secret_namespace: str | None = None
 
 
 class Checkpoint(WireModel):
@@ -217,6 +223,9 @@ class ClusterOptions(CheckedModel):
             out.append(
                 Problem("mpi.sshSecretName", f"{self.mpi.ssh_secret_name!r} is not a valid Secret name")
             )
+        source_ns = self.mpi.ssh_secret_namespace
+        if source_ns is not None and not _DNS_LABEL.match(source_ns):
+            out.append(Problem("mpi.sshSecretNamespace", f"{source_ns!r} is not a valid namespace name"))
         out.extend(self._mesh_problems())
         if self.checkpoint.storage_pvc and not self.checkpoint.enabled:
             out.append(Problem("checkpoint.storagePvc", "is set but checkpoint.enabled is false"))

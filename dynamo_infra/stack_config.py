@@ -11,13 +11,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from dynamo_infra.api import AnyDGD, DynamoValidationError
+from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
+from dynamo_infra.render.epp import has_epp
+from dynamo_infra.render.graph import has_multinode_component
 
 # The stack configuration namespace of every key.
 CONFIG_NAMESPACE = "dynamo-infra"
@@ -83,6 +85,14 @@ class StackConfig:
         return any(
             r.pvcs or r.required_pvcs for r in (render_graph(d, self.cluster, namespace) for d in self.graphs)
         )
+
+    def has_epp(self) -> bool:
+        """A graph has an EPP component (its namespace then needs the EPP service account)."""
+        return any(has_epp(to_hub(d)) for d in self.graphs)
+
+    def has_multinode(self) -> bool:
+        """A graph has a multinode component (its namespace then gets the MPI SSH key copy)."""
+        return any(has_multinode_component(d) for d in self.graphs)
 
 
 def read_cluster(config: ConfigReader) -> ClusterOptions:

@@ -1,14 +1,15 @@
 """The defaults the Kubernetes API server adds to objects we render (for pure comparisons).
 
-Covers the fields the operator's expected outputs show for Deployments, Services, pod templates,
-LeaderWorkerSets and PodCliqueSets (CRD schema defaults; pod templates inside custom resources get no
-core defaulting);
+Covers the fields the operator's expected and rendered outputs show for Deployments, Services, pod
+templates, LeaderWorkerSets, PodCliqueSets and InferencePools (CRD schema defaults; pod templates
+inside custom resources get no core defaulting);
 the integration tests compare against objects read back from a real API server instead.
 """
 
 from __future__ import annotations
 
 import copy
+import re
 
 from dynamo_infra.api.manifest import Manifest
 
@@ -17,11 +18,22 @@ PROBE_DEFAULTS = {"timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 
 DEFAULT_MODE = 420
 
 
+# A container image reference (distribution's grammar): optional registry, path, tag, digest.
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_REFERENCE = re.compile(
+    rf"^(?:(?P<domain>[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+    rf"(?::[0-9]+)?)/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*"
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}))?$"
+)
+
+
 def _pull_policy(image: str | None) -> str:
-    tail = (image or "").rsplit("/", 1)[-1]
-    if "@" in tail:
+    """Always for the tag `latest` (implied when a valid reference has neither tag nor digest);
+    IfNotPresent otherwise, a reference that does not parse included."""
+    m = _IMAGE_REFERENCE.match(image or "")
+    if not m:
         return "IfNotPresent"
-    tag = tail.split(":", 1)[1] if ":" in tail else "latest"
+    tag = m["tag"] or ("" if m["digest"] else "latest")
     return "Always" if tag == "latest" else "IfNotPresent"
 
 
@@ -112,11 +124,15 @@ def deployment(d: Manifest) -> Manifest:
 
 
 def service(s: Manifest) -> Manifest:
+    """Service defaults of a single-stack IPv4 cluster."""
     out = copy.deepcopy(s)
     spec = out["spec"]
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
     spec.setdefault("internalTrafficPolicy", "Cluster")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("ipFamilies", ["IPv4"])
     spec["ports"] = [{"protocol": "TCP", **p} for p in spec.get("ports") or []]
     return out
 
@@ -156,11 +172,22 @@ def pod_clique_set(obj: Manifest) -> Manifest:
     return out
 
 
+def inference_pool(obj: Manifest) -> Manifest:
+    """InferencePool (inference.networking.k8s.io/v1) CRD schema defaults of the endpoint picker."""
+    out = copy.deepcopy(obj)
+    picker = out["spec"].get("endpointPickerRef")
+    if picker is not None:
+        picker.setdefault("group", "")
+        picker.setdefault("failureMode", "FailClose")
+    return out
+
+
 DEFAULTERS = {
     ("apps/v1", "Deployment"): deployment,
     ("v1", "Service"): service,
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): leader_worker_set,
     ("grove.io/v1alpha1", "PodCliqueSet"): pod_clique_set,
+    ("inference.networking.k8s.io/v1", "InferencePool"): inference_pool,
 }
 
 

@@ -8,7 +8,7 @@ import hashlib
 import json
 from typing import Any
 
-from dynamo_infra.api import v1beta1
+from dynamo_infra.api import Problem, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.operatorconfig import DEFAULT_CHECKPOINT_BASE_PATH
 from dynamo_infra.render import names
@@ -144,6 +144,22 @@ def config_of(c: v1beta1.Component) -> Manifest | None:
     exp = c.experimental.to_wire() if c.experimental else {}
     ckpt = exp.get("checkpoint")
     return dict(ckpt) if ckpt and ckpt.get("enabled") else None
+
+
+# The operator's graph controller error for a checkpoint component while checkpointing is off.
+CHECKPOINT_DISABLED = "component {name}: checkpoint functionality is disabled in the operator configuration"
+
+
+def gate_problems(g: GraphContext) -> list[Problem]:
+    """Components with checkpointing enabled stop the graph when the cluster has it off (after the
+    discovery RBAC and claim templates, before any component)."""
+    if g.options.checkpoint.enabled:
+        return []
+    return [
+        Problem(f"spec.components[{c.name}].experimental.checkpoint", CHECKPOINT_DISABLED.format(name=c.name))
+        for c in g.dgd.spec.components or []
+        if config_of(c) is not None
+    ]
 
 
 def startup_policy(config: Manifest | None) -> str:

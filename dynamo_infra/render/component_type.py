@@ -59,3 +59,20 @@ def defaults_for(component_type: str | None) -> ComponentDefaults:
 def sub_component_type(ctx: ComponentContext) -> str | None:
     """The preserved v1alpha1 subComponentType, else the one the component's type converts back to."""
     return ctx.legacy.sub_component_type or defaults_for(ctx.type).sub_component_type
+
+
+# What the API server answers when a DynamoComponentDeployment's `type` is outside the CRD's enum.
+DCD_TYPE_UNSUPPORTED = (
+    'DynamoComponentDeployment.nvidia.com "{dcd}" is invalid: spec.type: Unsupported value: "{type}": '
+    "supported values: {supported}"
+)
+
+
+def dcd_type_problem(ctx: ComponentContext) -> Problem | None:
+    """A DCD's `type` must be one of v1beta1's: the operator's DCD for a v1alpha1 `componentType` outside
+    them (`default`) is refused by the API server, and the graph stops there."""
+    if not ctx.type or ctx.type in COMPONENT_DEFAULTS:
+        return None
+    supported = ", ".join(f'"{t}"' for t in COMPONENT_DEFAULTS)
+    message = DCD_TYPE_UNSUPPORTED.format(dcd=ctx.dcd_name, type=ctx.type, supported=supported)
+    return Problem(f"spec.components[{ctx.name}].type", message)

@@ -75,7 +75,8 @@ class ComponentContext:
 
     @property
     def type(self) -> str:
-        return str(self.spec.get("type") or "")
+        """The component type; a v1alpha1 `componentType` outside v1beta1's (`default`) as written."""
+        return str(self.spec.get("type") or self.legacy.component_type or "")
 
     @property
     def is_worker(self) -> bool:

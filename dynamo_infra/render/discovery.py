@@ -38,7 +38,7 @@ def discovery_rbac(g: GraphContext) -> list[Manifest]:
             "kind": "Role",
             "metadata": {"name": f"{sa}-role", **meta},
             "rules": [
-                {"apiGroups": [""], "resources": ["pods", "endpoints"], "verbs": ["get", "list", "watch"]},
+                {"apiGroups": [""], "resources": ["endpoints", "pods"], "verbs": ["get", "list", "watch"]},
                 {
                     "apiGroups": ["discovery.k8s.io"],
                     "resources": ["endpointslices"],

@@ -46,7 +46,11 @@ def resource_claim_template(name: str, namespace: str, device_class_name: str, c
         "apiVersion": API_VERSION,
         "kind": "ResourceClaimTemplate",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"spec": {"devices": {"requests": [exact_request(REQUEST_NAME, device_class_name, count)]}}},
+        # The operator writes the template's empty ObjectMeta as `metadata: {}`; the server keeps it.
+        "spec": {
+            "metadata": {},
+            "spec": {"devices": {"requests": [exact_request(REQUEST_NAME, device_class_name, count)]}},
+        },
     }
 
 

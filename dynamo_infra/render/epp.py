@@ -5,11 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import yaml
-
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import names
+from dynamo_infra.render import goyaml, names
 from dynamo_infra.render.component_common import BaseComponentDefaults, base_pod_spec, common_container
 from dynamo_infra.render.context import ComponentContext, GraphContext
 
@@ -137,10 +135,54 @@ class EPP(BaseComponentDefaults):
         return {names.ANNOTATION_ISTIO_INJECT: "false"}
 
 
+def _scheduling_plugin(p: Manifest) -> Manifest:
+    return {"pluginRef": p.get("pluginRef") or "", "weight": p.get("weight")}
+
+
+def _saturation_detector(d: Manifest) -> Manifest:
+    """Zero thresholds omitted; the staleness threshold always written, as Go's Duration spells it."""
+    out = {k: d[k] for k in ("queueDepthThreshold", "kvCacheUtilThreshold") if d.get(k)}
+    staleness = goyaml.parse_duration(str(d.get("metricsStalenessThreshold") or "0s"))
+    return {**out, "metricsStalenessThreshold": goyaml.format_duration(staleness)}
+
+
+def picker_config_document(config: Manifest) -> Manifest:
+    """The inline config as the operator's Go type (EndpointPickerConfig, gateway-api-inference-extension
+    v1.2.0) holds it: its fields only; a plugin's `name` "" and `parameters` null, a scheduling
+    plugin's `weight` null when unset; empty `featureGates` left out."""
+    plugins = config.get("plugins")
+    profiles = config.get("schedulingProfiles")
+    doc: Manifest = {
+        "apiVersion": PICKER_CONFIG_API_VERSION,
+        "kind": PICKER_CONFIG_KIND,
+        "plugins": None
+        if plugins is None
+        else [
+            {"name": p.get("name") or "", "type": p.get("type") or "", "parameters": p.get("parameters")}
+            for p in plugins
+        ],
+        "schedulingProfiles": None
+        if profiles is None
+        else [
+            {
+                "name": sp.get("name") or "",
+                "plugins": None
+                if sp.get("plugins") is None
+                else [_scheduling_plugin(p) for p in sp["plugins"]],
+            }
+            for sp in profiles
+        ],
+    }
+    if config.get("featureGates"):
+        doc["featureGates"] = list(config["featureGates"])
+    if config.get("saturationDetector") is not None:
+        doc["saturationDetector"] = _saturation_detector(config["saturationDetector"])
+    return doc
+
+
 def picker_config_yaml(config: Manifest) -> str:
-    """The inline EndpointPickerConfig as the operator writes it (sorted keys, block style)."""
-    doc = {"apiVersion": PICKER_CONFIG_API_VERSION, "kind": PICKER_CONFIG_KIND, **config}
-    return yaml.safe_dump(doc, sort_keys=True, default_flow_style=False, allow_unicode=True)
+    """The inline EndpointPickerConfig as the operator writes it (`sigs.k8s.io/yaml.Marshal`)."""
+    return goyaml.marshal(picker_config_document(config))
 
 
 def epp_component(dgd: v1beta1.DynamoGraphDeployment) -> v1beta1.Component | None:

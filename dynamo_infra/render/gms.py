@@ -234,12 +234,14 @@ def rank_claim_templates(ctx: ComponentContext, roles: list[CliqueRole]) -> list
     return [
         {
             "name": rank_claim_name(ctx.name, rank),
+            # The operator writes the template's empty ObjectMeta as `metadata: {}`.
             "templateSpec": {
+                "metadata": {},
                 "spec": {
                     "devices": {
                         "requests": [dra.exact_request(RANK_REQUEST_NAME, dra.device_class(ctx.gms), count)]
                     }
-                }
+                },
             },
         }
         for rank in ranks

@@ -14,6 +14,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
 from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names, worker_hash
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
+from dynamo_infra.render.component_type import dcd_type_problem
 from dynamo_infra.render.context import ComponentContext, GraphContext
 from dynamo_infra.render.dcd import as_stored, generate_dcd
 from dynamo_infra.render.deployment import deployment, model_service, replicas, service
@@ -102,10 +103,6 @@ class RenderedGraph:
         return out
 
 
-def _fail(path: str, message: str) -> DynamoValidationError:
-    return DynamoValidationError([Problem(path, message)])
-
-
 def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions) -> dict[str, str]:
     """DGD annotations after the operator's webhook (origin version stamped when absent)."""
     annotations = dict(dgd.metadata.annotations or {})
@@ -186,23 +183,46 @@ def is_grove_pathway(g: GraphContext) -> bool:
 
 
 def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
-    """Admission and reconcile errors of the operator that depend on the cluster or the pathway."""
+    """Admission and reconcile errors of the operator that depend on the cluster or the pathway,
+    all of them at once."""
     problems = [p for ctx in contexts for p in gms.validate(ctx, grove_path)]
-    if problems:
-        raise DynamoValidationError(problems)
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
-        raise _fail(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR)
+        problems.append(Problem(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR))
+    problems.extend(checkpoint.gate_problems(g))
+    if not grove_path:
+        problems.extend(p for ctx in contexts if (p := dcd_type_problem(ctx)) is not None)
+    if problems:
+        raise DynamoValidationError(problems)
 
 
-def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
-    """Graph-owned objects: discovery RBAC, EPP objects, GMS claim templates, wait-leader script."""
+def objects_before_checkpoints(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """The graph-owned objects the operator makes before its checkpoint step: discovery RBAC, GMS
+    claim templates."""
     shared: list[Manifest] = discovery_rbac(g) if g.k8s_discovery else []
-    shared.extend(epp_objects(g))
     shared.extend(dra.graph_claim_templates(g, list(contexts)))
+    return shared
+
+
+def objects_after_checkpoints(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """The graph-owned objects the operator makes after its checkpoint step: EPP objects, the
+    wait-leader script."""
+    shared = epp_objects(g)
     if any(ctx.node_count > 1 for ctx in contexts):
         shared.append(wait_leader_config_map(g.name, g.namespace))
     return shared
+
+
+def shared_objects(g: GraphContext, contexts: Sequence[ComponentContext]) -> list[Manifest]:
+    """Graph-owned objects, in the operator's order."""
+    return [*objects_before_checkpoints(g, contexts), *objects_after_checkpoints(g, contexts)]
+
+
+def has_multinode_component(dgd: AnyDGD) -> bool:
+    """HasAnyMultinodeComponent: some component runs on more than one node."""
+    return any(
+        c.multinode is not None and c.multinode.node_count > 1 for c in served_hub(dgd).spec.components or []
+    )
 
 
 def required_secrets(contexts: Sequence[ComponentContext]) -> tuple[str, ...]:
@@ -345,6 +365,16 @@ def grove_pathway(
     return _Pathway(components, (pcs,), tuple(checkpoints), status)
 
 
+def component_contexts(g: GraphContext, whash: str | None) -> list[ComponentContext]:
+    """Each component's generated DCD, as the component path renders it."""
+    return [
+        component_context(
+            generate_dcd(g, c, whash), g.options, g.legacy.component(c.name), g.dgd.spec.annotations
+        )
+        for c in g.dgd.spec.components or []
+    ]
+
+
 PATHWAYS: Mapping[
     str, Callable[[GraphContext, str | None, Sequence[PullSecret] | None, Mapping[str, bool]], _Pathway]
 ] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
@@ -386,15 +416,10 @@ def render_graph(
     """
     options = options or ClusterOptions()
     g = graph_context(dgd, options, namespace, restart_status)
-    hub, ns = g.dgd, g.namespace
+    ns = g.namespace
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
     whash = graph_worker_hash(g)
-    contexts = [
-        component_context(
-            generate_dcd(g, c, whash), options, g.legacy.component(c.name), hub.spec.annotations
-        )
-        for c in hub.spec.components or []
-    ]
+    contexts = component_contexts(g, whash)
     validate(g, contexts, pathway == PATHWAY_GROVE)
     shared = shared_objects(g, contexts)
     rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})

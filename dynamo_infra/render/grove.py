@@ -149,8 +149,8 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
             names.LABEL_GRAPH: g.name,
             names.LABEL_COMPONENT: c.name,
         }
-        if c.type:
-            out[names.LABEL_COMPONENT_TYPE] = c.type
+        if ctx.type:
+            out[names.LABEL_COMPONENT_TYPE] = ctx.type
         if has_epp(g.dgd) and c.is_worker:
             out[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
         sub_type = sub_component_type(ctx)
@@ -393,7 +393,7 @@ def component_service(g: GraphContext, m: Member) -> Manifest | None:
     always has one)."""
     c, ctx = m.component, m.ctx
     k8s = g.k8s_discovery
-    defaults = defaults_for(c.type)
+    defaults = defaults_for(ctx.type)
     if not (k8s or defaults.service_without_discovery):
         return None
     labels = {**(g.dgd.spec.labels or {}), **ctx.legacy.labels, **_raw_template_meta(c, "labels")}
@@ -410,7 +410,7 @@ def component_service(g: GraphContext, m: Member) -> Manifest | None:
         },
         "spec": {
             "selector": {
-                names.LABEL_COMPONENT_TYPE: c.type or "",
+                names.LABEL_COMPONENT_TYPE: ctx.type,
                 names.LABEL_NAMESPACE: ctx.runtime_dynamo_namespace,
                 names.LABEL_COMPONENT: c.name,
             },

@@ -23,6 +23,8 @@ class LegacyComponent:
 
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
+    # A `componentType` v1beta1 has no `type` for (e.g. `default`): the operator carries it as is.
+    component_type: str | None = None
     sub_component_type: str | None = None
     dynamo_namespace: str | None = None
     ingress: Manifest | None = None
@@ -44,6 +46,7 @@ def _component(raw: Manifest) -> LegacyComponent:
     return LegacyComponent(
         labels=dict(raw.get("labels") or {}),
         annotations=dict(raw.get("annotations") or {}),
+        component_type=raw.get("componentType") or None,
         sub_component_type=raw.get("subComponentType") or None,
         dynamo_namespace=raw.get("dynamoNamespace") or None,
         ingress=raw.get("ingress") or None,

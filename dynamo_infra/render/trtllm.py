@@ -27,10 +27,10 @@ WORKER_READINESS = {
 # Environment mpirun forwards to every rank besides the container's own variables.
 FORWARDED_ENV = frozenset(
     {
-        "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT",
-        "TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
+        "CPATH", "CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+        "HF_ENDPOINT", "TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE",
         "TENSORRT_LLM_CACHE_DIR", "HF_HOME", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE", "PATH",
-        "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "USER", "TRTLLM_USE_UCX_KVCACHE",
+        "LD_LIBRARY_PATH", "PYTHONPATH", "HOME", "USER", "TRITON_PTXAS_PATH", "TRTLLM_USE_UCX_KVCACHE",
     }
 )  # fmt: skip
 # Seconds the LWS leader waits for every worker's DNS record before giving up.

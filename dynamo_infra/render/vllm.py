@@ -22,6 +22,7 @@ from dynamo_infra.render.multinode import (
     shell_quote_posix,
     without_probes,
 )
+from dynamo_infra.render.wait_leader import WAIT_LEADER_SCRIPT
 
 # vLLM's compilation cache default mount point.
 DEFAULT_CACHE_PATH = "/root/.cache/vllm"
@@ -81,31 +82,6 @@ VALUE_FLAGS = KNOWN_FLAGS - {ELASTIC_EP}
 STRING_VALUE_FLAGS = frozenset({DP_BACKEND, EXECUTOR})
 _SHELL_CONTROL = re.compile(r"[;&|<>()]")
 _K8S_VAR = re.compile(r"\$\((\w+)\)")
-
-WAIT_LEADER_SCRIPT = """\
-# Waits until the multinode leader listens on its torch.distributed master port.
-import os
-import socket
-import sys
-import time
-
-host = os.environ["LEADER_HOST"]
-port = int(os.environ["LEADER_PORT"])
-started = time.monotonic()
-reported = started
-print(f"waiting for leader {host}:{port}", flush=True)
-while True:
-    try:
-        with socket.create_connection((socket.gethostbyname(host), port), timeout=2):
-            break
-    except OSError as err:
-        if time.monotonic() - reported >= 30:
-            print(f"still waiting for {host}:{port}: {err}", flush=True)
-            reported = time.monotonic()
-        time.sleep(5)
-print(f"leader ready after {time.monotonic() - started:.1f}s", flush=True)
-sys.exit(0)
-"""
 
 
 def _trim_shell(value: str) -> str:

@@ -55,11 +55,7 @@ DEPLOYMENTS_READY_S = 60
 # DRA driver the local cluster publishes its fake GPUs for (the DeviceClass selects it).
 GPU_DRA_DRIVER = "gpu.nvidia.com"
 # Kinds of the platform layer in the namespace.
-PLATFORM_KINDS = (
-    ("v1", "ServiceAccount"),
-    ("rbac.authorization.k8s.io/v1", "Role"),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
-)
+PLATFORM_KINDS = (("v1", "ServiceAccount"), ("rbac.authorization.k8s.io/v1", "RoleBinding"))
 
 
 class StackRun:
@@ -167,10 +163,19 @@ def test_example_stack_up_converges_and_destroys(
     # Every object of every graph was accepted and is stored as we rendered it.
     missing = [object_key(o) for o in run.objects() if kube.get(o) is None]
     assert missing == []
-    for account in (PLANNER_SERVICE_ACCOUNT, EPP_SERVICE_ACCOUNT):
-        for api_version, kind in PLATFORM_KINDS:
-            stub = {"apiVersion": api_version, "kind": kind, "metadata": {"name": account, "namespace": ns}}
-            assert kube.get(stub) is not None, f"{kind} {account}"
+    # As the operator: the planner account always, the EPP account with an EPP component, each with
+    # its RoleBinding `<account>-binding`.
+    has_epp = any(c.type == "epp" for g in run.graphs for c in g.components.values())
+    for account in (PLANNER_SERVICE_ACCOUNT, *([EPP_SERVICE_ACCOUNT] if has_epp else [])):
+        for (api_version, kind), object_name in zip(
+            PLATFORM_KINDS, (account, f"{account}-binding"), strict=True
+        ):
+            stub = {
+                "apiVersion": api_version,
+                "kind": kind,
+                "metadata": {"name": object_name, "namespace": ns},
+            }
+            assert kube.get(stub) is not None, f"{kind} {object_name}"
     crd_names = run.crd_names()
     for crd in crd_names:
         live = kube.get({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -9,8 +9,8 @@ import pydantic
 import pytest
 
 from dynamo_infra import config
-from dynamo_infra.api import DynamoValidationError, v1beta1
-from dynamo_infra.render import grove, status
+from dynamo_infra.api import DynamoValidationError, v1alpha1, v1beta1
+from dynamo_infra.render import grove, render_graph, status
 from dynamo_infra.render.backend import BACKENDS
 from dynamo_infra.render.component_type import COMPONENT_DEFAULTS
 from dynamo_infra.render.graph import WORKLOADS, render_dcd
@@ -74,3 +74,44 @@ def test_workload_kinds_cover_the_component_kinds() -> None:
     kinds = literal_values(replica_status, "component_kind")
     assert {*WORKLOADS, grove.PODCLIQUE, grove.SCALING_GROUP} == kinds
     assert {kind for _, kind in status.READINESS} == kinds
+
+
+# A v1alpha1 graph with a component of a type v1beta1 does not have.
+DEFAULT_TYPE_GRAPH = {
+    "apiVersion": "nvidia.com/v1alpha1",
+    "kind": "DynamoGraphDeployment",
+    "metadata": {"name": "g"},
+    "spec": {
+        "services": {
+            "Router": {
+                "componentType": "default",
+                "extraPodSpec": {"mainContainer": {"image": "r:1", "command": ["python3", "-m", "r"]}},
+            }
+        }
+    },
+}
+
+
+def test_a_type_outside_v1beta1_is_refused_on_the_component_path() -> None:
+    """The operator's v1beta1 DCD of type `default` is refused by the API server (the CRD's enum)."""
+    dgd = v1alpha1.DynamoGraphDeployment.parse(DEFAULT_TYPE_GRAPH)
+    with pytest.raises(DynamoValidationError) as err:
+        render_graph(dgd, config.ClusterOptions(), "ns")
+    (problem,) = err.value.problems
+    assert problem.path == "spec.components[Router].type"
+    assert problem.message.startswith(
+        'DynamoComponentDeployment.nvidia.com "g-router" is invalid: spec.type: Unsupported value: "default"'
+    )
+
+
+def test_a_type_outside_v1beta1_is_carried_as_written_on_grove() -> None:
+    """Grove has no DCD: `default` names the pods' type label, DYN_COMPONENT and the Service selector."""
+    dgd = v1alpha1.DynamoGraphDeployment.parse(DEFAULT_TYPE_GRAPH)
+    r = render_graph(dgd, config.ClusterOptions.parse({"multinode": {"orchestrator": "grove"}}), "ns")
+    (pcs,) = r.workloads
+    (clique,) = pcs["spec"]["template"]["cliques"]
+    assert clique["labels"]["nvidia.com/dynamo-component-type"] == "default"
+    env = {e["name"]: e.get("value") for e in clique["spec"]["podSpec"]["containers"][0]["env"]}
+    assert env["DYN_COMPONENT"] == "default"
+    (service,) = r.components["Router"].objects
+    assert service["spec"]["selector"]["nvidia.com/dynamo-component-type"] == "default"

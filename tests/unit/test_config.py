@@ -78,6 +78,10 @@ def test_orchestrator_enables_its_pathway() -> None:
         ({"grove": {"terminationDelay": "soon"}}, "grove.terminationDelay: 'soon' is not a duration"),
         ({"dra": {"deviceClass": "Bad_Class"}}, "dra.deviceClass: 'Bad_Class' is not a DNS subdomain name"),
         ({"mpi": {"sshSecretName": "UPPER"}}, "mpi.sshSecretName: 'UPPER' is not a valid Secret name"),
+        (
+            {"mpi": {"sshSecretNamespace": "a.b"}},
+            "mpi.sshSecretNamespace: 'a.b' is not a valid namespace name",
+        ),
         ({"serviceMesh": {"gateway": "gw"}}, "serviceMesh.gateway: needs serviceMesh.provider istio"),
         (
             {

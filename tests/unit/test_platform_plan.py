@@ -8,7 +8,9 @@ from typing import Any
 import pulumi
 
 from components import Ownership, PlatformArgs, plan_platform
+from components.namespace_objects import PLATFORM_ROLES
 from components.platform_plan import Alias
+from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
@@ -23,7 +25,9 @@ def args(**extra: Any) -> PlatformArgs:
 
 
 def test_children_are_prefixed_and_the_programs_platform_keeps_its_earlier_names() -> None:
-    plan = plan_platform("platform", args(crds=["keda"], device_class="gpu.example.com", keep_namespace=True))
+    plan = plan_platform(
+        "platform", args(crds=["keda"], device_class="gpu.example.com", keep_namespace=True, epp=True)
+    )
     assert plan.namespace is not None and plan.namespace.name == "platform-namespace"
     assert plan.namespace.aliases == (Alias("namespace"), Alias("namespace", at_root=True))
     assert plan.namespace.metadata["annotations"] == {"dynamo-infra.io/owner-stack": "p/s"}
@@ -42,7 +46,7 @@ def test_children_are_prefixed_and_the_programs_platform_keeps_its_earlier_names
         ("platform-epp-serviceaccount", "epp-serviceaccount"),
     ]
     assert plan.outputs["crds"] == [WORKER_METADATA_CRD, "scaledobjects.keda.sh"]
-    other = plan_platform("team-b", args())
+    other = plan_platform("team-b", args(epp=True))
     assert other.namespace is not None and other.namespace.name == "team-b-namespace"
     assert [c.aliases for c in (other.namespace, *other.crds)] == [(), ()]
     assert [a.aliases for a in other.accounts] == [(), ()]
@@ -86,3 +90,70 @@ def test_two_platforms_coexist_in_one_program(mocks: Mocks) -> Any:
 
     children = [r for p in (a, b) for r in (p.namespace, *p.crds, *p.service_accounts) if r is not None]
     return pulumi.Output.all(*[r.urn for r in children]).apply(check)
+
+
+def test_accounts_are_the_operators_per_namespace_objects() -> None:
+    """As the operator's RBAC manager makes them: the account and `<account>-binding` to the
+    ClusterRole, labelled as the operator labels them; the stack's ownership in its annotation."""
+    plan = plan_platform("platform", args())
+    (planner,) = plan.accounts
+    labels = {
+        "app.kubernetes.io/component": "rbac",
+        "app.kubernetes.io/managed-by": "dynamo-operator",
+        "app.kubernetes.io/name": PLANNER_SERVICE_ACCOUNT,
+    }
+    sa, binding = planner.manifests()
+    assert sa["metadata"] == {
+        "name": PLANNER_SERVICE_ACCOUNT,
+        "namespace": "team",
+        "labels": labels,
+        "annotations": {"dynamo-infra.io/owner-stack": "p/s"},
+    }
+    assert binding["metadata"]["name"] == "planner-serviceaccount-binding"
+    assert binding["metadata"]["labels"] == labels
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "dynamo-operator-planner",
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": PLANNER_SERVICE_ACCOUNT, "namespace": "team"}
+    ]
+    assert [(r.name, r.metadata["name"], r.aliases) for r in plan.cluster_roles] == [
+        ("platform-dynamo-operator-planner", "dynamo-operator-planner", (Alias("dynamo-operator-planner"),))
+    ]
+    assert plan.cluster_roles[0].inputs["rules"] == PLATFORM_ROLES[PLANNER_SERVICE_ACCOUNT].rules
+    with_epp = plan_platform("platform", args(epp=True))
+    assert [a.account for a in with_epp.accounts] == [PLANNER_SERVICE_ACCOUNT, EPP_SERVICE_ACCOUNT]
+    assert [r.metadata["name"] for r in with_epp.cluster_roles] == [
+        "dynamo-operator-epp",
+        "dynamo-operator-planner",
+    ]
+
+
+def test_cluster_roles_another_tool_installed_are_used_as_they_are() -> None:
+    ownership = Ownership("p/s", foreign_cluster_roles={"dynamo-operator-planner": "managed by Helm"})
+    plan = plan_platform("platform", PlatformArgs("team", ownership, crd_dir=CRD_DIR))
+    assert plan.cluster_roles == ()
+    assert [a.role_ref["name"] for a in plan.accounts] == ["dynamo-operator-planner"]
+    assert plan.messages == (
+        "ClusterRole dynamo-operator-planner exists, managed by Helm: used as it is (never applied nor deleted by this stack)",
+    )
+
+
+def test_mpi_ssh_secret_is_copied_as_the_operator_copies_it() -> None:
+    source = {"type": "Opaque", "data": {"private.key": "cHJpdg==", "private.key.pub": "cHVi"}}
+    plan = plan_platform("platform", args(mpi_ssh_secret=source, mpi_ssh_secret_name="keys"))
+    assert plan.mpi_ssh_secret is not None
+    assert plan.mpi_ssh_secret.metadata == {
+        "name": "keys",
+        "namespace": "team",
+        "labels": {"app.kubernetes.io/managed-by": "dynamo-operator"},
+        "annotations": {"dynamo-infra.io/owner-stack": "p/s"},
+    }
+    assert plan.mpi_ssh_secret.inputs == source
+    assert plan_platform("platform", args()).mpi_ssh_secret is None
+    theirs = Ownership("p/s", mpi_ssh_secret=False)
+    assert (
+        plan_platform("platform", PlatformArgs("team", theirs, mpi_ssh_secret=source)).mpi_ssh_secret is None
+    )

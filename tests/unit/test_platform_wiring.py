@@ -196,3 +196,49 @@ def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> No
     # Other groups' webhooks are served by their own controllers: kept.
     other = {**dgd, "spec": {**dgd["spec"], "group": "example.com"}}
     assert installable(other)["spec"]["conversion"] == dgd["spec"]["conversion"]
+
+
+@pulumi.runtime.test
+def test_platform_binds_accounts_to_cluster_roles_and_copies_the_mpi_key(mocks: Mocks) -> Any:
+    import pulumi_kubernetes as k8s
+
+    from components import Ownership, Platform
+
+    source = {"type": "Opaque", "data": {"private.key": "cHJpdg==", "private.key.pub": "cHVi"}}
+    platform = Platform(
+        "platform",
+        namespace="ns",
+        provider=k8s.Provider("p", kubeconfig="kc"),
+        ownership=Ownership("dynamo-infra/local"),
+        crd_dir=REPO / "stacks" / "crds",
+        epp=True,
+        mpi_ssh_secret=source,
+    )
+
+    def check(_: object) -> None:
+        by_type = {(r.typ, r.name): r.inputs for r in mocks.resources}
+        role = by_type[
+            ("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole", "platform-dynamo-operator-epp")
+        ]
+        assert role["metadata"]["name"] == "dynamo-operator-epp" and role["rules"]
+        binding = by_type[
+            ("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "platform-epp-serviceaccount")
+        ]
+        assert binding["metadata"]["name"] == "epp-serviceaccount-binding"
+        assert (
+            binding["roleRef"]["kind"] == "ClusterRole"
+            and binding["roleRef"]["name"] == "dynamo-operator-epp"
+        )
+        secret = by_type[("kubernetes:core/v1:Secret", "platform-mpi-run-ssh-secret")]
+        # The key pair is a Pulumi secret (its value wrapped in the secret signature).
+        assert secret["type"] == "Opaque" and secret["data"]["value"] == source["data"]
+        assert not any(t == "kubernetes:rbac.authorization.k8s.io/v1:Role" for t, _ in by_type)
+
+    assert platform.mpi_ssh_secret is not None
+    created = [
+        *platform.cluster_roles,
+        *platform.service_accounts,
+        *platform.role_bindings,
+        platform.mpi_ssh_secret,
+    ]
+    return pulumi.Output.all(*[r.urn for r in created]).apply(check)

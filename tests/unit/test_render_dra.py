@@ -247,9 +247,15 @@ def test_capture_job_defaults() -> None:
     )
 
 
-def test_checkpoints_ignored_without_the_cluster_gate() -> None:
-    r = render(graph(ckpt_worker("WaitForCheckpoint")))
-    assert not r.checkpoints and not r.components["w"].waiting_for_checkpoint
+def test_a_checkpoint_component_stops_the_graph_without_the_cluster_gate() -> None:
+    """The operator's graph controller fails on it (after the discovery RBAC), as we refuse it."""
+    with pytest.raises(DynamoValidationError) as err:
+        render(graph(ckpt_worker("WaitForCheckpoint")))
+    (problem,) = err.value.problems
+    assert problem.path == "spec.components[w].experimental.checkpoint"
+    assert (
+        problem.message == "component w: checkpoint functionality is disabled in the operator configuration"
+    )
 
 
 def test_lws_variant_of_the_dra_options_is_accepted() -> None:
