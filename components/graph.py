@@ -245,6 +245,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             autoscalers=args.autoscalers,
         )
         plan = self.plan
+        for warning in plan.warnings:
+            pulumi.log.warn(f"admission: {warning}", resource=self)
         self.rendered = plan.rendered
         self._kubeconfig, self._context = args.kubeconfig, args.context
         # The graph rendered again per set of checkpoints whose readiness it depends on.
