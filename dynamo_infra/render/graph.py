@@ -11,7 +11,7 @@ from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, to_hub, v1b
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
-from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names
+from dynamo_infra.render import checkpoint, dra, grove, lws, names
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
 from dynamo_infra.render.context import ComponentContext, GraphContext
 from dynamo_infra.render.dcd import generate_dcd
@@ -198,10 +198,8 @@ def is_grove_pathway(g: GraphContext) -> bool:
 
 
 def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
-    """Admission and reconcile errors of the operator that depend on the cluster or the pathway."""
-    problems = [p for ctx in contexts for p in gms.validate(ctx, grove_path)]
-    if problems:
-        raise DynamoValidationError(problems)
+    """Reconcile errors of the operator's controllers that depend on the cluster or the pathway (its
+    admission webhook's rules are `render.admission`'s)."""
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
         raise _fail(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR)
