@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 
+from components.admission import GraphAdmission
 from components.args import args_of
 from components.checkpoint import Checkpoint
 from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
@@ -251,7 +252,16 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self._kubeconfig, self._context = args.kubeconfig, args.context
         # The graph rendered again per set of checkpoints whose readiness it depends on.
         self._renders: dict[tuple[str, ...], pulumi.Output[RenderedGraph]] = {}
-        depends: list[pulumi.Resource] = []
+        # The graph as written, so its next update is admitted as the operator's webhook would; every
+        # other child waits for it.
+        self.admission = GraphAdmission(
+            f"{name}-admission",
+            plan.dgd.to_manifest(),
+            plan.options.operator_features,
+            plan.rendered.namespace,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        depends: list[pulumi.Resource] = [self.admission]
         self.pvcs = {
             c.claim_name: PersistentVolumeClaim(
                 c.name,
@@ -262,13 +272,13 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 manifest=c.manifest,
                 delete_on_destroy=c.delete_on_destroy,
                 await_policy=c.await_policy,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[self.admission]),
             )
             for c in plan.claims
         }
         depends.extend(self.pvcs.values())
         if plan.shared:
-            self.shared = self._workload(plan.shared, list(plan.shared.objects), [])
+            self.shared = self._workload(plan.shared, list(plan.shared.objects), [self.admission])
             depends.append(self.shared)
         self.checkpoints = {
             c.component: Checkpoint(
