@@ -93,6 +93,8 @@ class GraphPlan:
     podcliqueset: WorkloadPlan | None
     components: tuple[ComponentPlan, ...]
     scaling: tuple[ScalingPlan, ...]
+    # Whether the graph went through the operator's validating webhook (its updates do too).
+    admitted: bool = False
     # What the operator's validating webhook would warn about the graph (logged, never fatal).
     warnings: tuple[str, ...] = ()
 
@@ -137,15 +139,16 @@ def plan_graph(
     *,
     delete_pvcs_on_destroy: bool = False,
     autoscalers: Mapping[str, Autoscaler] | None = None,
-    admission: bool = True,
+    admission: bool | None = None,
 ) -> GraphPlan:
     """The plan of graph `name`. AdmissionDenied for a graph the operator's validating webhook would
-    deny with these cluster options (`render.admission`; `admission=False` skips it, for tooling);
-    DynamoValidationError for one that cannot run without the operator (`render.preflight`) or
-    autoscalers of components that do not hand their replicas over."""
+    deny with these cluster options (`render.admission`; unless `admission` is False, by default
+    `options.admission.enabled`); DynamoValidationError for one that cannot run without the operator
+    (`render.preflight`) or autoscalers of components that do not hand their replicas over."""
     options = options or ClusterOptions()
-    dgd = load_graph(graph, admission=admission)
-    review = review_graph(dgd, options, namespace) if admission else Review()
+    admitting = options.admission.enabled if admission is None else admission
+    dgd = load_graph(graph, admission=admitting)
+    review = review_graph(dgd, options, namespace) if admitting else Review()
     review.raise_denied()
     unmet = unmet_needs(dgd)
     if unmet:
@@ -214,5 +217,6 @@ def plan_graph(
         podcliqueset,
         components,
         scaling,
+        admitting,
         review.warnings,
     )

@@ -137,6 +137,14 @@ class InferencePool(Switch):
     `enabled: false` denies EPP components as the operator's webhook does."""
 
 
+class Admission(WireModel):
+    """The operator's validating webhook (its chart's `webhook.enabled`): on, graphs and their updates
+    are admitted as it admits them (`api.admission`); off, as in a cluster without it, every graph is
+    deployed as its controllers render it."""
+
+    enabled: bool = True
+
+
 class AwaitPolicy(WireModel):
     """How the providers wait for readiness: `wait` (default) or `skip` (clusters without kubelets)."""
 
@@ -160,6 +168,7 @@ class ClusterOptions(CheckedModel):
     mpi: MPI = MPI()
     checkpoint: Checkpoint = Checkpoint()
     inference_pool: InferencePool = InferencePool()
+    admission: Admission = Admission()
     # Annotation value the webhook would stamp on a DGD that has none (None: stamp nothing).
     operator_origin_version: str | None = DEFAULT_OPERATOR_ORIGIN_VERSION
     # Attach the namespace's matching dockerconfigjson secrets to pods (resolved by the provider).

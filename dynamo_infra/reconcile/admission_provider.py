@@ -1,7 +1,8 @@
 """Dynamic provider that holds a graph as the user wrote it, so an update can be admitted as the
 operator's validating webhook admits one: `check` compares the graph in the stack's state with the
 new one (`api.admission.review_update`: immutable fields, scaling-adapter replicas, runtime version)
-and fails the preview or `up` before any object is written. It touches no cluster.
+and fails the preview or `up` before any object is written. It touches no cluster, and never shows
+as a change itself.
 
 Inputs: graph (the DGD manifest), features (the operator's gates the webhook reads), namespace.
 """
@@ -20,8 +21,8 @@ from dynamo_infra.api.loader import load_documents
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, log
 
-# The input a failed check names.
-GRAPH_INPUT = "graph"
+# The property a failed check names: none (the engine would print the whole graph with it).
+NO_PROPERTY = ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,8 +36,19 @@ def features_props(features: OperatorFeatures) -> dict[str, bool]:
     return dataclasses.asdict(features)
 
 
+def _integers(value: Any) -> Any:
+    """The value with Pulumi's numbers back as JSON integers where they are whole (1.0 -> 1)."""
+    if isinstance(value, dict):
+        return {k: _integers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _typed(manifest: Manifest) -> Resource:
-    (doc,) = load_documents([manifest], admission=False).documents
+    (doc,) = load_documents([_integers(manifest)], admission=False).documents
     return doc
 
 
@@ -55,13 +67,16 @@ class GraphAdmissionProvider(Provider[AdmissionInputs]):
                 namespace=new.namespace,
             )
         except DynamoValidationError as e:
-            return CheckResult(news, [CheckFailure(GRAPH_INPUT, str(e))])
+            return CheckResult(news, [CheckFailure(NO_PROPERTY, str(e))])
         for warning in review.warnings:
             log(f"admission: {warning}")
-        return CheckResult(news, [CheckFailure(GRAPH_INPUT, str(p)) for p in review.problems])
+        return CheckResult(news, [CheckFailure(NO_PROPERTY, str(p)) for p in review.problems])
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return DiffResult(changes=bool(self.changes(olds, news)), replaces=[], delete_before_replace=False)
+    def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
+        """Never a change: `check` has reviewed the new graph and the graph's object resources show what
+        changes. The engine still keeps the new inputs in the state (a same step), which the next
+        `check` compares with."""
+        return DiffResult(changes=False, replaces=[], delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         ins = self.typed(props)

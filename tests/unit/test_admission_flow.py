@@ -15,8 +15,12 @@ from components import plan_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.api.admission import AdmissionDenied, OperatorFeatures
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.render.admission import review_graph
+from dynamo_infra.stack_config import StackConfig, StackConfigError
+from tests.conftest import REPO
 from tests.unit.conftest import Mocks
 from tests.unit.test_render_multinode import GROVE, IMAGE, graph, worker
+from tests.unit.test_stack_config import Config
 
 RUNTIME_VERSION = "Required value: is required when the specified main container image has no parseable semantic-version tag"
 
@@ -42,6 +46,18 @@ def write(tmp_path: Path, *docs: dict[str, Any]) -> Path:
     path = tmp_path / "graphs.yaml"
     path.write_text(yaml.safe_dump_all(docs))
     return path
+
+
+@pytest.mark.parametrize("stack", sorted((REPO / "stacks").glob("Pulumi.*.yaml")), ids=lambda p: p.name)
+def test_every_example_stack_graph_is_admitted_on_its_cluster(stack: Path) -> None:
+    config = yaml.safe_load(stack.read_text())["config"]
+    options = ClusterOptions.from_config(config.get("dynamo-infra:cluster") or {})
+    for source in config["dynamo-infra:graphs"]:
+        loaded = load_yaml(REPO / source)
+        assert loaded.warnings == [], source
+        for dgd in loaded.graphs:
+            review = review_graph(dgd, options)
+            assert review.allowed and not review.warnings, (source, review)
 
 
 def test_the_loader_denies_what_the_webhook_denies(tmp_path: Path) -> None:
@@ -119,6 +135,43 @@ def test_epp_components_need_the_inference_pool_api(repo: Path) -> None:
     (problem,) = denied.value.problems
     assert problem.path == "spec.components[epp].type"
     assert problem.message.startswith("Forbidden: cannot deploy EPP component: InferencePool API group")
+
+
+def test_a_cluster_without_the_webhook(tmp_path: Path) -> None:
+    """`admission.enabled: false` (the operator's chart with its webhook off): graphs load, plan and
+    deploy as its controllers render them, with no admission resource."""
+    checkpointed = graph(worker(nodes=1, experimental={"checkpoint": {"enabled": True}}))
+    off = ClusterOptions.parse({"admission": {"enabled": False}})
+    plan = plan_graph("g", checkpointed, off, "ns")
+    assert not plan.admitted and plan.components
+    assert plan_graph(
+        "g", checkpointed, ClusterOptions.parse({"checkpoint": {"enabled": True}}), "ns"
+    ).admitted
+    path = write(tmp_path, alpha_graph("placeholder", "registry/vllm:my-tag"))
+    config = Config(kubeconfig="apiVersion: v1", graphs=[str(path)])
+    with pytest.raises(StackConfigError, match="runtimeVersionOverride: Required value"):
+        StackConfig.from_config(config)
+    config.values["cluster"] = {"admission": {"enabled": False}}
+    assert [g.name for g in StackConfig.from_config(config).graphs] == ["placeholder"]
+
+
+@pulumi.runtime.test
+def test_the_component_keeps_its_graph_for_the_next_update_check(mocks: Mocks, repo: Path) -> None:
+    from components import DynamoGraphDeployment
+
+    on = DynamoGraphDeployment("on", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
+    off_options = ClusterOptions.parse({"admission": {"enabled": False}})
+    off = DynamoGraphDeployment(
+        "off", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns", options=off_options
+    )
+
+    def check(_: Any) -> None:
+        admissions = {r.name: r.inputs for r in mocks.resources if r.name.endswith("-admission")}
+        assert list(admissions) == ["on-admission"]
+        assert admissions["on-admission"]["graph"]["metadata"]["name"] == "vllm-agg"
+        assert admissions["on-admission"]["namespace"] == "ns"
+
+    return pulumi.Output.all(on.state, off.state).apply(check)
 
 
 def test_operator_features_follow_the_cluster_options() -> None:

@@ -12,6 +12,14 @@ from dynamo_infra.reconcile.admission_provider import GraphAdmissionProvider, fe
 from tests.unit.test_admission import documents
 
 
+def as_pulumi_numbers(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: as_pulumi_numbers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [as_pulumi_numbers(v) for v in value]
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def props(name: str, version: str = "new", **features: bool) -> dict[str, Any]:
     doc = documents(f"update-{version}.yaml")[name]
     return {
@@ -26,14 +34,15 @@ def test_a_new_graph_and_an_unchanged_one_pass() -> None:
     new = props("u-components")
     assert provider.check({}, new).failures == []
     assert provider.check(new, new).failures == []
-    assert not provider.diff("id", new, new).changes
+    # Never a change of its own (the graph's object resources show what changes).
+    assert not provider.diff("id", props("u-components", "old"), new).changes
 
 
 def test_an_update_the_webhook_denies_fails_the_check() -> None:
     result = GraphAdmissionProvider().check(props("u-components", "old"), props("u-components"))
     assert [(f.property, f.reason) for f in result.failures] == [
         (
-            "graph",
+            "",
             "spec.components: Forbidden: component topology is immutable and cannot be modified after "
             "creation: components added: [w2 w3], components removed: [w]",
         )
@@ -59,6 +68,13 @@ def test_the_gates_of_the_new_inputs_apply() -> None:
         GraphAdmissionProvider().check(props("u-gms", "old", grove=True), props("u-gms", grove=True)).failures
     )
     assert "the inter-pod GMS layout cannot be toggled after creation" in on_grove.reason
+
+
+def test_pulumi_numbers_are_read_as_the_integers_they_were() -> None:
+    """Pulumi hands numbers over as floats (replicas: 1.0); the strict models want integers."""
+    old, new = props("u-adapter", "old"), props("u-adapter")
+    (failure,) = GraphAdmissionProvider().check(as_pulumi_numbers(old), as_pulumi_numbers(new)).failures
+    assert "cannot be modified directly when scaling adapter is enabled" in failure.reason
 
 
 def test_create_keeps_the_graph_and_names_it() -> None:
