@@ -9,6 +9,7 @@ from typing import Any
 
 import pulumi
 
+from components.admission import GraphAdmission
 from components.args import args_of
 from components.checkpoint import Checkpoint
 from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
@@ -208,9 +209,11 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     start at once and `WaitForCheckpoint` ones start restore-wired once the capture is Ready.
     Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
 
-    What it creates is `plan_graph`'s plan (see there), which raises DynamoValidationError for a
-    graph with components that need what only the operator serves (a planner in its kubernetes
-    environment).
+    What it creates is `plan_graph`'s plan (see there), which raises AdmissionDenied for a graph the
+    operator's validating webhook would deny with these options, and DynamoValidationError for one
+    with components that need what only the operator serves (a planner in its kubernetes
+    environment). Its child `<name>-admission` keeps the graph as written, so that a later change the
+    webhook would deny fails the preview; the webhook's warnings are logged.
     """
 
     state: pulumi.Output[str]
@@ -251,11 +254,27 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             autoscalers=args.autoscalers,
         )
         plan = self.plan
+        for warning in plan.warnings:
+            pulumi.log.warn(f"admission: {warning}", resource=self)
         self.rendered = plan.rendered
         self._kubeconfig, self._context = args.kubeconfig, args.context
         # The graph rendered again per set of checkpoints whose readiness it depends on.
         self._renders: dict[tuple[str, ...], pulumi.Output[RenderedGraph]] = {}
-        depends: list[pulumi.Resource] = []
+        # The graph as written, so its next update is admitted as the operator's webhook would; every
+        # other child waits for it.
+        self.admission = (
+            GraphAdmission(
+                f"{name}-admission",
+                plan.dgd.to_manifest(),
+                plan.options.operator_features,
+                plan.rendered.namespace,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            if plan.admitted
+            else None
+        )
+        admitted: list[pulumi.Resource] = [self.admission] if self.admission else []
+        depends: list[pulumi.Resource] = list(admitted)
         self.pvcs = {
             c.claim_name: PersistentVolumeClaim(
                 c.name,
@@ -267,7 +286,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 manifest=c.manifest,
                 delete_on_destroy=c.delete_on_destroy,
                 await_policy=c.await_policy,
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=admitted),
             )
             for c in plan.claims
         }
@@ -275,7 +294,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self.shared: ComponentWorkload | None = None
         self.podcliqueset: ComponentWorkload | None = None
         if plan.shared:
-            self.shared = self._workload(plan.shared, list(plan.shared.objects), [])
+            self.shared = self._workload(plan.shared, list(plan.shared.objects), admitted)
             depends.append(self.shared)
         self.checkpoints = {
             c.component: Checkpoint(

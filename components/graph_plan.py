@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem
+from dynamo_infra.api.admission import Review
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource, load_graph
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
+from dynamo_infra.render.admission import review_graph
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.preflight import unmet_needs
 
@@ -91,6 +93,10 @@ class GraphPlan:
     podcliqueset: WorkloadPlan | None
     components: tuple[ComponentPlan, ...]
     scaling: tuple[ScalingPlan, ...]
+    # Whether the graph went through the operator's validating webhook (its updates do too).
+    admitted: bool = False
+    # What the operator's validating webhook would warn about the graph (logged, never fatal).
+    warnings: tuple[str, ...] = ()
 
     def rendered_with(self, ready: Mapping[str, bool]) -> RenderedGraph:
         """The graph rendered again with the observed readiness of some components' checkpoints."""
@@ -133,11 +139,17 @@ def plan_graph(
     *,
     delete_pvcs_on_destroy: bool = False,
     autoscalers: Mapping[str, Autoscaler] | None = None,
+    admission: bool | None = None,
 ) -> GraphPlan:
-    """The plan of graph `name`. DynamoValidationError for a graph that cannot run without the operator
+    """The plan of graph `name`. AdmissionDenied for a graph the operator's validating webhook would
+    deny with these cluster options (`render.admission`; unless `admission` is False, by default
+    `options.admission.enabled`); DynamoValidationError for one that cannot run without the operator
     (`render.preflight`) or autoscalers of components that do not hand their replicas over."""
     options = options or ClusterOptions()
-    dgd = load_graph(graph)
+    admitting = options.admission.enabled if admission is None else admission
+    dgd = load_graph(graph, admission=admitting)
+    review = review_graph(dgd, options, namespace) if admitting else Review()
+    review.raise_denied()
     unmet = unmet_needs(dgd)
     if unmet:
         raise DynamoValidationError(unmet)
@@ -205,4 +217,6 @@ def plan_graph(
         podcliqueset,
         components,
         scaling,
+        admitting,
+        review.warnings,
     )

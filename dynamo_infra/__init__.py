@@ -1,8 +1,8 @@
 """dynamo-infra: NVIDIA Dynamo inference graphs on Kubernetes, rendered and reconciled by Pulumi.
 
 The user-facing API, importable from here: graphs loaded and validated (`load_graph`, `load_yaml`,
-`DynamoValidationError`), cluster and platform options, `render_graph`, and the stack configuration
-`__main__.py` reads (`StackConfig`). Each is imported on first use, so importing a submodule (as
+`DynamoValidationError`, `AdmissionDenied`), cluster and platform options, `render_graph`, and the
+stack configuration `__main__.py` reads (`StackConfig`). Each is imported on first use, so importing a submodule (as
 the dynamic providers do) stays cheap.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dynamo_infra.api import AnyDGD, DynamoValidationError, DynamoWarning, Problem, load_yaml, to_yaml
+    from dynamo_infra.api.admission import AdmissionDenied
     from dynamo_infra.api.autoscaling import Autoscaler
     from dynamo_infra.config import ClusterOptions
     from dynamo_infra.graph_source import GraphSource, load_graph
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 
 # Each public name, by the module that defines it.
 _EXPORTS = {
+    "AdmissionDenied": "dynamo_infra.api.admission",
     "AnyDGD": "dynamo_infra.api",
     "DynamoValidationError": "dynamo_infra.api",
     "DynamoWarning": "dynamo_infra.api",
@@ -41,6 +43,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "AdmissionDenied",
     "AnyDGD",
     "Autoscaler",
     "ClusterOptions",

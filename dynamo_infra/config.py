@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from dynamo_infra.api import operatorconfig
+from dynamo_infra.api.admission import OperatorFeatures
 from dynamo_infra.api.base import CheckedModel, WireModel
 from dynamo_infra.api.errors import Problem, prefixed
 from dynamo_infra.api.operatorconfig import Discovery, Infrastructure, Ingress, Istio, Switch
@@ -135,6 +136,21 @@ class Checkpoint(WireModel):
     timeout_seconds: Annotated[int, Field(ge=1)] = DEFAULT_CHECKPOINT_TIMEOUT_S
 
 
+class InferencePool(Switch):
+    """Whether the cluster serves the InferencePool API (the Gateway API Inference Extension) that EPP
+    components need. The operator detects it; rendering cannot see the cluster, so unset means served
+    (the platform's `installCrds: inference` or the inference gateway's chart installs it) and
+    `enabled: false` denies EPP components as the operator's webhook does."""
+
+
+class Admission(WireModel):
+    """The operator's validating webhook (its chart's `webhook.enabled`): on, graphs and their updates
+    are admitted as it admits them (`api.admission`); off, as in a cluster without it, every graph is
+    deployed as its controllers render it."""
+
+    enabled: bool = True
+
+
 class AwaitPolicy(WireModel):
     """How the providers wait for readiness: `wait` (default) or `skip` (clusters without kubelets)."""
 
@@ -157,6 +173,8 @@ class ClusterOptions(CheckedModel):
     dra: DRA = DRA()
     mpi: MPI = MPI()
     checkpoint: Checkpoint = Checkpoint()
+    inference_pool: InferencePool = InferencePool()
+    admission: Admission = Admission()
     # Annotation value the webhook would stamp on a DGD that has none (None: stamp nothing).
     operator_origin_version: str | None = DEFAULT_OPERATOR_ORIGIN_VERSION
     # Attach the namespace's matching dockerconfigjson secrets to pods (resolved by the provider).
@@ -177,6 +195,15 @@ class ClusterOptions(CheckedModel):
         if self.lws.enabled is not None:
             return self.lws.enabled
         return self.multinode.orchestrator == "lws"
+
+    @property
+    def operator_features(self) -> OperatorFeatures:
+        """The operator's feature gates this configuration gives, as its admission webhook reads them."""
+        return OperatorFeatures(
+            grove=self.grove_enabled,
+            checkpoint=self.checkpoint.enabled,
+            inference_pool=self.inference_pool.enabled is not False,
+        )
 
     @property
     def virtual_service_gateway(self) -> str:

@@ -10,11 +10,12 @@ from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, load_yaml
 GraphSource = str | Path | AnyDGD
 
 
-def load_graph(source: GraphSource) -> AnyDGD:
-    """A typed DGD, or the single DynamoGraphDeployment of a YAML file."""
+def load_graph(source: GraphSource, *, admission: bool = True) -> AnyDGD:
+    """A typed DGD, or the single DynamoGraphDeployment of a YAML file (its documents checked by the
+    webhook's rules that need no cluster unless `admission` is false; see `load_yaml`)."""
     if not isinstance(source, str | Path):
         return source
-    loaded = load_yaml(Path(source))
+    loaded = load_yaml(Path(source), admission=admission)
     if len(loaded.graphs) != 1:
         raise DynamoValidationError(
             [Problem("", f"expected one DynamoGraphDeployment, found {len(loaded.graphs)}")], str(source)

@@ -66,7 +66,7 @@ class StackConfig:
         cluster = read_cluster(config)
         platform = read_platform(config, cluster)
         kubeconfig_key, kubeconfig = read_kubeconfig(config)
-        graphs = read_graphs(config)
+        graphs = read_graphs(config, cluster)
         return cls(
             kubeconfig=kubeconfig,
             kubeconfig_key=kubeconfig_key,
@@ -123,11 +123,12 @@ def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:
     return key("kubeconfigPath"), path.read_text()
 
 
-def read_graphs(config: ConfigReader) -> tuple[AnyDGD, ...]:
+def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:
+    """The graph files, each admitted as the operator's webhook would (unless `cluster.admission` is off)."""
     graphs = []
     for i, source in enumerate(config.get_object("graphs") or []):
         try:
-            graphs.append(load_graph(str(source)))
+            graphs.append(load_graph(str(source), admission=cluster.admission.enabled))
         except DynamoValidationError as e:
             raise StackConfigError(str(e if e.source else e.with_prefix(key(f"graphs[{i}]")))) from None
     return tuple(graphs)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from dynamo_infra.api import Loaded, load_yaml
 from tools import toolchain
 from tools.localcluster import LocalCluster
 
@@ -17,6 +18,14 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 # Upstream graphs, CRDs and operator expectations, byte for byte (tests/data/SOURCES).
 CORPUS = DATA / "corpus"
+
+
+def load_corpus(source: Path | str) -> Loaded:
+    """A corpus file loaded as the operator's controllers saw it in the parity run, whose validating
+    webhook was off: the corpus holds graphs that webhook denies (placeholder image tags, checkpoint
+    graphs, ...), so admission is off here on purpose (`tests/unit/test_admission_corpus.py` checks
+    the webhook's verdict on each)."""
+    return load_yaml(source, admission=False)
 
 
 def _interrupted(signum: int, frame: object) -> None:

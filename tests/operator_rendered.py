@@ -24,14 +24,14 @@ import yaml
 
 from components import Ownership, PlatformArgs, plan_platform
 from components.platform_plan import OWNER_ANNOTATION
-from dynamo_infra.api import AnyDGD, DynamoValidationError, load_yaml, to_hub
+from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
 from dynamo_infra.render.partial import operator_partial
-from tests.conftest import CORPUS, DATA, REPO
+from tests.conftest import CORPUS, DATA, REPO, load_corpus
 
 RENDERED = CORPUS / "operator-rendered"
 GRAPHS = CORPUS / "graphs"
@@ -55,11 +55,8 @@ NO_ORCHESTRATOR = "no multinode orchestrator available"
 TRTLLM_FAILOVER = "failover is currently supported only for vLLM (detected: trtllm)"
 DEFAULT_TYPE = 'spec.type: Unsupported value: "default"'
 CHECKPOINT_OFF = "checkpoint functionality is disabled in the operator configuration"
-# Webhook rules (the operator without its webhook rendered these graphs, or failed later).
-INTER_POD_NEEDS_GROVE = "InterPod requires the Grove pathway"
-FAILOVER_NEEDS_CONTAINER_MODE = (
-    "failover requires the DGD annotation nvidia.com/dynamo-kube-discovery-mode: container"
-)
+# Intra-pod failover on LWS: the DCD controller finds no container named `main` in the pod spec.
+MAIN_CONTAINER_NOT_FOUND = "main container not found in pod spec"
 REFUSED: Mapping[str, str] = {
     "single/v1alpha1__trtllm__agg_failover_eagle.yaml": TRTLLM_FAILOVER,
     "single/v1alpha1__trtllm__disagg-multinode.yaml": NO_ORCHESTRATOR,
@@ -70,12 +67,8 @@ REFUSED: Mapping[str, str] = {
     "single/v1beta1__vllm__dgd-gms-failover-multinode.yaml": NO_ORCHESTRATOR,
     "single/v1beta1__trtllm__snapshot-restore.yaml": CHECKPOINT_OFF,
     "single/v1beta1__vllm__agg_snapshot_tp8.yaml": CHECKPOINT_OFF,
-    "single/v1beta1__vllm__gms-failover.yaml": INTER_POD_NEEDS_GROVE,
-    "lws/v1alpha1__vllm__vllm-multinode-failover.yaml": FAILOVER_NEEDS_CONTAINER_MODE,
-    "lws/v1beta1__vllm__dgd-gms-failover-multinode.yaml": INTER_POD_NEEDS_GROVE,
-    "lws/v1beta1__vllm__gms-failover.yaml": INTER_POD_NEEDS_GROVE,
+    "lws/v1alpha1__vllm__vllm-multinode-failover.yaml": MAIN_CONTAINER_NOT_FOUND,
     "grove/v1alpha1__trtllm__agg_failover_eagle.yaml": TRTLLM_FAILOVER,
-    "grove/v1alpha1__vllm__vllm-multinode-failover.yaml": FAILOVER_NEEDS_CONTAINER_MODE,
     "grove/v1beta1__trtllm__snapshot-restore.yaml": CHECKPOINT_OFF,
     "grove/v1beta1__vllm__agg_snapshot_tp8.yaml": CHECKPOINT_OFF,
 }
@@ -191,7 +184,7 @@ class Case:
 
     @cached_property
     def graphs(self) -> list[AnyDGD]:
-        return list(load_yaml(self.source).graphs)
+        return list(load_corpus(self.source).graphs)
 
     @property
     def refused_because(self) -> str | None:

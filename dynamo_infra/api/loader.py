@@ -9,8 +9,10 @@ from typing import Any, TypeVar, cast
 import yaml
 
 from dynamo_infra.api import conversion, kube, v1alpha1, v1beta1
+from dynamo_infra.api.admission import AdmissionDenied
+from dynamo_infra.api.admission import review as admission_review
 from dynamo_infra.api.base import Resource
-from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path
+from dynamo_infra.api.errors import DynamoValidationError, Problem, join_path, prefixed
 from dynamo_infra.api.manifest import Manifest, dump_yaml
 
 AnyDGD = v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment
@@ -39,10 +41,12 @@ _DYNAMO_GROUP = "nvidia.com/"
 
 @dataclass
 class Loaded:
-    """The documents of a YAML stream: Dynamo resources (typed) and every other document as it was."""
+    """The documents of a YAML stream: Dynamo resources (typed) and every other document as it was,
+    and the warnings admission returned for them."""
 
     documents: list[Resource] = field(default_factory=list)
     others: list[Manifest] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def graphs(self) -> list[AnyDGD]:
@@ -131,10 +135,19 @@ def parse_documents(text: str, name: str = "<yaml>") -> list[Any]:
     return docs
 
 
-def load_documents(docs: list[Any], *, lenient: bool = False, name: str | None = None) -> Loaded:
-    """Type every Dynamo document of `docs`; keep the others. Problems are collected across documents."""
+def load_documents(
+    docs: list[Any], *, lenient: bool = False, name: str | None = None, admission: bool = True
+) -> Loaded:
+    """Type every Dynamo document of `docs`; keep the others. Problems are collected across documents.
+
+    With `admission` (the default) every Dynamo document also passes the rules of the operator's
+    validating webhook that need no cluster (`api.admission`): AdmissionDenied names its causes, and
+    its warnings are kept in `Loaded.warnings`. `admission=False` loads what the webhook would deny
+    (tooling, and tests that render such graphs as the operator's controllers would).
+    """
     out = Loaded()
     problems: list[Problem] = []
+    denied: list[Problem] = []
     for i, doc in enumerate(docs):
         prefix = f"documents[{i}]" if len(docs) > 1 else ""
         if not isinstance(doc, dict):
@@ -155,18 +168,29 @@ def load_documents(docs: list[Any], *, lenient: bool = False, name: str | None =
                 out.others.append(doc)
             continue
         try:
-            out.documents.append(model.parse(doc, lenient=lenient))
+            resource = model.parse(doc, lenient=lenient)
         except DynamoValidationError as e:
             problems.extend(e.with_prefix(prefix).problems)
+            continue
+        out.documents.append(resource)
+        if admission:
+            review = admission_review(resource)
+            denied.extend(prefixed(prefix, review.problems))
+            out.warnings.extend(f"{prefix}: {w}" if prefix else w for w in review.warnings)
     if problems:
-        raise DynamoValidationError(problems, name)
+        raise DynamoValidationError(problems + denied, name)
+    if denied:
+        raise AdmissionDenied(denied, name)
     return out
 
 
-def load_yaml(source: str | Path, *, lenient: bool = False) -> Loaded:
-    """Parse a path or YAML text. Errors carry the file name and `documents[i]` when multi-document."""
+def load_yaml(source: str | Path, *, lenient: bool = False, admission: bool = True) -> Loaded:
+    """Parse a path or YAML text. Errors carry the file name and `documents[i]` when multi-document.
+
+    `admission=False` skips the webhook's rules (see `load_documents`).
+    """
     name, text = _read(source)
-    return load_documents(parse_documents(text, name), lenient=lenient, name=name)
+    return load_documents(parse_documents(text, name), lenient=lenient, name=name, admission=admission)
 
 
 def to_yaml(resources: list[Resource] | Resource) -> str:

@@ -76,8 +76,6 @@ class BaseComponentDefaults:
     service_without_discovery = False
     # The cluster's default Ingress / VirtualService when the component preserves none.
     cluster_ingress = False
-    # GMS failover may be configured on it.
-    supports_failover = True
     # v1alpha1 subComponentType the hub type converts back to.
     sub_component_type: str | None = None
     # Service account the DGD controller sets on the generated DCD's pod template.

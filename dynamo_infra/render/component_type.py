@@ -21,7 +21,6 @@ class ComponentDefaults(Protocol):
 
     service_without_discovery: bool
     cluster_ingress: bool
-    supports_failover: bool
     sub_component_type: str | None
     dcd_service_account: str | None
 

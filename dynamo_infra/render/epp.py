@@ -75,8 +75,6 @@ def _grpc_probe(**timing: int) -> Manifest:
 
 
 class EPP(BaseComponentDefaults):
-    supports_failover = False
-
     def container(self, ctx: ComponentContext) -> Manifest:
         base = common_container(ctx)
         base.pop("command")

@@ -41,7 +41,6 @@ def frontend_container(ctx: ComponentContext, name: str) -> Manifest:
 class Frontend(BaseComponentDefaults):
     service_without_discovery = True
     cluster_ingress = True
-    supports_failover = False
 
     def container(self, ctx: ComponentContext) -> Manifest:
         return frontend_container(ctx, "main")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import dra
-from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import Role, append_env, gpu_limit
 
@@ -265,68 +264,3 @@ def resource_sharing(ctx: ComponentContext, roles: list[CliqueRole]) -> list[Man
 
 def _problem(ctx: ComponentContext, field: str, message: str) -> DynamoValidationError:
     return DynamoValidationError([Problem(f"spec.components[{ctx.name}].experimental.{field}", message)])
-
-
-def validate(ctx: ComponentContext, grove: bool) -> list[Problem]:
-    """The operator's admission checks of `experimental.gpuMemoryService` and `experimental.failover`."""
-    out: list[Problem] = []
-    at = f"spec.components[{ctx.name}].experimental"
-    gms, failover = ctx.gms, ctx.failover
-    gpus = gpu_limit((ctx.container("main") or {}).get("resources"))
-    if gms is not None:
-        if not ctx.is_worker:
-            out.append(
-                Problem(
-                    f"{at}.gpuMemoryService",
-                    "GPU memory service is only supported for worker components (type must be worker, prefill, or decode)",
-                )
-            )
-        if gpus < 1:
-            out.append(
-                Problem(
-                    f"{at}.gpuMemoryService",
-                    "GPU memory service requires podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu >= 1",
-                )
-            )
-        if ctx.inter_pod_gms and not grove:
-            out.append(Problem(f"{at}.gpuMemoryService.mode", "InterPod requires the Grove pathway"))
-    if failover is None:
-        return out
-    mode = failover.get("mode", "IntraPod")
-    if mode == "IntraPod":
-        if gms is None:
-            out.append(Problem(f"{at}.failover", "intraPod failover requires gpuMemoryService to be set"))
-        elif gms.get("mode", "IntraPod") != "IntraPod":
-            out.append(
-                Problem(
-                    f"{at}.failover",
-                    f'failover.mode "{mode}" must match gpuMemoryService.mode "{gms.get("mode")}"',
-                )
-            )
-        if ctx.discovery_mode != "container":
-            out.append(
-                Problem(
-                    f"{at}.failover",
-                    "failover requires the DGD annotation nvidia.com/dynamo-kube-discovery-mode: container",
-                )
-            )
-    else:
-        if gms is None or gms.get("mode") != "InterPod":
-            got = "" if gms is None else f' (got "{gms.get("mode") or "<unset>"}")'
-            out.append(
-                Problem(f"{at}.failover", f'interPod failover requires gpuMemoryService.mode="InterPod"{got}')
-            )
-        if gpus < 1:
-            out.append(
-                Problem(
-                    f"spec.components[{ctx.name}]",
-                    "GMS failover requires at least 1 GPU in podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu",
-                )
-            )
-        if not defaults_for(ctx.type).supports_failover:
-            out.append(
-                Problem(
-                    f"spec.components[{ctx.name}]", f'GMS failover is not supported for type "{ctx.type}"'
-                )
-            )
-    return out

@@ -12,7 +12,7 @@ from dynamo_infra.api.loader import served_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
-from dynamo_infra.render import checkpoint, dra, gms, grove, lws, names, worker_hash
+from dynamo_infra.render import checkpoint, dra, grove, lws, names, worker_hash
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
 from dynamo_infra.render.component_type import dcd_type_problem
 from dynamo_infra.render.context import ComponentContext, GraphContext
@@ -183,9 +183,9 @@ def is_grove_pathway(g: GraphContext) -> bool:
 
 
 def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
-    """Admission and reconcile errors of the operator that depend on the cluster or the pathway,
-    all of them at once."""
-    problems = [p for ctx in contexts for p in gms.validate(ctx, grove_path)]
+    """Reconcile errors of the operator's controllers that depend on the cluster or the pathway, all
+    of them at once (its admission webhook's rules are `render.admission`'s)."""
+    problems: list[Problem] = []
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
         problems.append(Problem(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR))

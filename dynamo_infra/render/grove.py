@@ -4,10 +4,12 @@ GMS weight-server) cliques. Also the Grove addressing of multinode pods."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
+from dynamo_infra.api.admission import field
+from dynamo_infra.api.admission.field import Text, go_quote
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import Backend, component_backend
@@ -110,6 +112,31 @@ def pcs_name(dgd: str, members: Sequence[Member]) -> str:
     if len(dgd) <= limit:
         return dgd
     return f"{dgd[: limit - 5]}-{fnv32a(dgd) & 0xFFFF:04x}"
+
+
+def pod_name_problems(dgd: str, members: Sequence[Member], at: Callable[[str], str]) -> list[Problem]:
+    """The webhook's Grove pod-name budget: PCS + (PCSG + longest clique, or component) names may not
+    exceed MAX_COMBINED_NAME_LENGTH. `at(component)` is where a component's `name` is written."""
+    pcs = pcs_name(dgd, members)
+    out = []
+    for m in members:
+        name, lower = m.component.name, m.component.name.lower()
+        length, detail = len(pcs) + len(lower), "PCS name + component name"
+        if m.ctx.uses_scaling_group:
+            longest = max([lower, *(r.name.lower() for r in roles(m.ctx))], key=len)
+            length += len(longest)
+            detail = f"PCS name + PCSG name + longest PodClique name {go_quote(longest)}"
+        if length > MAX_COMBINED_NAME_LENGTH:
+            out.append(
+                field.invalid(
+                    at(name),
+                    Text(name),
+                    f"combined resource name length {length} exceeds the {MAX_COMBINED_NAME_LENGTH}-character "
+                    f"pod-name limit ({detail}); shorten DynamoGraphDeployment name {go_quote(dgd)} or component "
+                    f"name {go_quote(name)}",
+                )
+            )
+    return out
 
 
 def fnv32a(text: str) -> int:

@@ -43,7 +43,6 @@ SHELL_SCRIPT_OPTION = re.compile(r"-[a-zA-Z]*c[a-zA-Z]*")
 
 
 class Planner(BaseComponentDefaults):
-    supports_failover = False
     dcd_service_account: str | None = PLANNER_SERVICE_ACCOUNT
 
     def container(self, ctx: ComponentContext) -> Manifest:

@@ -96,6 +96,27 @@ def up(stack: auto.Stack, lines: list[str] | None = None, **kw: Any) -> auto.UpR
     return result
 
 
+def preview_failure(stack: auto.Stack) -> str:
+    """The output of a `pulumi preview` that must fail (a graph the operator's webhook denies)."""
+    lines: list[str] = []
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview(on_output=lines.append)
+    return "\n".join(lines) + str(failed.value)
+
+
+@contextlib.contextmanager
+def admission_off(stack: auto.Stack) -> Iterator[None]:
+    """The stack's cluster without the operator's validating webhook (`admission.enabled: false`)
+    for a while, as a cluster whose operator chart has it off."""
+    key = "dynamo-infra:cluster"
+    cluster = json.loads(stack.get_config(key).value)
+    stack.set_config(key, auto.ConfigValue(json.dumps({**cluster, "admission": {"enabled": False}})))
+    try:
+        yield
+    finally:
+        stack.set_config(key, auto.ConfigValue(json.dumps(cluster)))
+
+
 def destroy(stack: auto.Stack) -> auto.DestroyResult:
     """`pulumi destroy`, which must succeed."""
     out: list[str] = []

@@ -13,19 +13,19 @@ real API server (dry-run apply with strict field validation).
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 from pulumi import automation as auto
 
 from components import load_graph
-from dynamo_infra.api import DynamoValidationError, load_yaml
+from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from tests.conftest import load_corpus
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 
@@ -40,6 +40,9 @@ GRAPHS = {
 PLANNER_GRAPH = "vllm__disagg_planner.yaml"
 KUBERNETES_PLANNER = "--environment=kubernetes"
 VIRTUAL_PLANNER = "--environment=virtual"
+# Placeholder image tags of the corpus files, and the runtime version a user fills in.
+PLACEHOLDER_TAGS = (":${VERSION}", ":my-tag")
+RUNTIME_VERSION = "1.4.0"
 # What the graphs reference but do not create: users create these first.
 HF_TOKEN_SECRET = "hf-token-secret"
 PLANNER_PROFILE_CONFIG_MAP = "planner-profile-data"
@@ -47,12 +50,21 @@ PLANNER_PROFILE_CONFIG_MAP = "planner-profile-data"
 NAMESPACE_PREFIX = "accept"
 
 
+def as_deployed(source: Path, dest: Path) -> Path:
+    """A corpus file with its placeholder image tags (`${VERSION}`, `my-tag`) filled in as a user does
+    before deploying: the operator's webhook, which we apply, denies images without a version."""
+    text = source.read_text()
+    for placeholder in PLACEHOLDER_TAGS:
+        text = text.replace(placeholder, f":{RUNTIME_VERSION}")
+    dest.write_text(text)
+    return dest
+
+
 def copy_graphs(corpus: Path, project: Path) -> list[Path]:
-    """The corpus files, verbatim but for the planner's environment: the API server accepts placeholder
-    images (`${VERSION}`, `my-tag`) as they are, and kwok pulls nothing."""
+    """The corpus files as deployed, the planner switched to its virtual environment (kwok pulls nothing)."""
     dest = project / "graphs"
     dest.mkdir()
-    paths = [Path(shutil.copy(corpus / "graphs" / "v1alpha1" / name, dest / name)) for name in GRAPHS]
+    paths = [as_deployed(corpus / "graphs" / "v1alpha1" / name, dest / name) for name in GRAPHS]
     planner = dest / PLANNER_GRAPH
     text = planner.read_text()
     assert text.count(KUBERNETES_PLANNER) == 1
@@ -154,7 +166,7 @@ def test_corpus_graphs_up(corpus: Path, cluster: LocalCluster, kube: KubeClient,
 
 
 def test_a_kubernetes_planner_fails_the_preview(corpus: Path, cluster: LocalCluster, project: Path) -> None:
-    graph = Path(shutil.copy(corpus / "graphs" / "v1alpha1" / PLANNER_GRAPH, project / PLANNER_GRAPH))
+    graph = as_deployed(corpus / "graphs" / "v1alpha1" / PLANNER_GRAPH, project / PLANNER_GRAPH)
     stack = make_stack(project, cluster, "planner", unique("planner"), [graph])
     lines: list[str] = []
     with pytest.raises(auto.errors.CommandError) as failed:
@@ -192,7 +204,7 @@ def test_every_corpus_graph_render_is_accepted(corpus: Path, kube: KubeClient, n
     problems: list[str] = []
     checked = 0
     for path in sorted((corpus / "graphs").glob("v1*/*.yaml")):
-        for dgd in load_yaml(path).graphs:
+        for dgd in load_corpus(path).graphs:
             try:
                 rendered = render_graph(dgd, ClusterOptions(), namespace)
             except DynamoValidationError:

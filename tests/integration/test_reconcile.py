@@ -1,5 +1,6 @@
 """Reconciliation you can trust, through the real Pulumi CLI against the local control plane:
-drift repair, prune, autoscaler ownership, PVC retention, secrets, request counts."""
+drift repair, prune, autoscaler ownership, PVC retention, secrets, request counts (and what the
+operator's webhook refuses on the way: a scaling adapter's replicas, a removed component)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pulumi import automation as auto
 
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT
 from tests.conftest import DATA
-from tests.integration.harness import GraphStack, graph_stack
+from tests.integration.harness import GraphStack, admission_off, graph_stack, preview_failure
 from tools.localcluster import LocalCluster
 
 # The local cluster's own controllers (their writes are not ours).
@@ -108,9 +109,14 @@ def test_autoscaler_replicas_survive_two_ups(rig: GraphStack) -> None:
         content_type="application/merge-patch+json",
     )  # fmt: skip
     rig.up()
-    rig.graph.write_text(GRAPH.replace("replicas: 2", "replicas: 3"))
-    rig.up()
     assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
+    # The graph's own count may not change: the operator's webhook refuses it (the adapter owns it).
+    rig.graph.write_text(GRAPH.replace("replicas: 2", "replicas: 3"))
+    failure = preview_failure(rig.stack)
+    assert (
+        "spec.services.Worker.replicas: Forbidden: cannot be modified directly when scaling adapter"
+        in failure
+    )
     rig.graph.write_text(GRAPH)
     rig.up()
     assert rig.deployment("rec-worker-")["spec"]["replicas"] == 4
@@ -149,8 +155,13 @@ def test_removing_a_component_prunes_only_its_objects(rig: GraphStack) -> None:
     frontend_uid = rig.deployment("rec-frontend")["metadata"]["uid"]
     text = GRAPH[: GRAPH.index("    Planner:")]
     rig.graph.write_text(text)
-    result = rig.up()
-    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 2
+    # The operator's webhook keeps a graph's components: refused, nothing deleted.
+    assert "components removed: [Planner]" in preview_failure(rig.stack)
+    assert rig.kube.get(planner) is not None
+    with admission_off(rig.stack):
+        result = rig.up()
+    # The component's two resources go, and the graph's admission resource (admission is off).
+    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 3
     assert rig.kube.get(planner) is None
     assert rig.deployment("rec-frontend")["metadata"]["uid"] == frontend_uid
     rig.graph.write_text(GRAPH)

@@ -10,10 +10,10 @@ import jsonschema_rs
 import pytest
 import yaml
 
-from dynamo_infra.api import Resource, load_yaml, to_hub, to_other_version, to_yaml, v1alpha1, v1beta1
+from dynamo_infra.api import Resource, to_hub, to_other_version, to_yaml, v1alpha1, v1beta1
 from dynamo_infra.api.conversion import convertible
 from dynamo_infra.api.schema import strict_openapi
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, load_corpus
 
 GRAPHS = sorted((CORPUS / "graphs").rglob("*.yaml")) + sorted((CORPUS / "graphs").rglob("*.yml"))
 CRDS = CORPUS / "crds" / "dynamo"
@@ -56,7 +56,7 @@ def dynamo_docs(path: Path) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_loads_validates_and_keeps_other_documents(path: Path) -> None:
-    loaded = load_yaml(path)
+    loaded = load_corpus(path)
     raw = dynamo_docs(path)
     assert len(loaded.documents) == len(raw) >= 1
     all_docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
@@ -69,7 +69,7 @@ def test_loads_validates_and_keeps_other_documents(path: Path) -> None:
 
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_emitted_manifests_are_accepted_by_the_crd(path: Path) -> None:
-    for doc in load_yaml(path).documents:
+    for doc in load_corpus(path).documents:
         assert_crd_accepts(doc)
         if convertible(doc):
             assert_crd_accepts(to_other_version(doc))
@@ -77,7 +77,7 @@ def test_emitted_manifests_are_accepted_by_the_crd(path: Path) -> None:
 
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_round_trip_is_lossless(path: Path) -> None:
-    for doc in load_yaml(path).documents:
+    for doc in load_corpus(path).documents:
         if not convertible(doc):
             continue
         other = to_other_version(doc)
@@ -90,14 +90,14 @@ def test_round_trip_is_lossless(path: Path) -> None:
 
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_yaml_dump_reloads_identically(path: Path) -> None:
-    loaded = load_yaml(path)
-    again = load_yaml(to_yaml(loaded.documents))
+    loaded = load_corpus(path)
+    again = load_corpus(to_yaml(loaded.documents))
     assert [d.to_manifest() for d in again.documents] == [d.to_manifest() for d in loaded.documents]
 
 
 @pytest.mark.parametrize("path", GRAPHS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_hub_has_every_service_as_a_component(path: Path) -> None:
-    for g in load_yaml(path).graphs:
+    for g in load_corpus(path).graphs:
         hub = to_hub(g)
         assert isinstance(hub, v1beta1.DynamoGraphDeployment)
         if isinstance(g, v1alpha1.DynamoGraphDeployment):

@@ -14,6 +14,8 @@ from dynamo_infra.api import DynamoValidationError, Problem, load_yaml
 from dynamo_infra.api.loader import MAX_YAML_BYTES
 
 QTY = "must be a quantity such as 500m, 2Gi or 1"
+# A runtime image whose tag names its version (the operator's webhook requires one).
+IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"
 
 ALPHA: dict[str, Any] = {
     "apiVersion": "nvidia.com/v1alpha1",
@@ -21,12 +23,16 @@ ALPHA: dict[str, Any] = {
     "metadata": {"name": "g"},
     "spec": {
         "services": {
-            "Frontend": {"componentType": "frontend", "replicas": 1},
+            "Frontend": {
+                "componentType": "frontend",
+                "replicas": 1,
+                "extraPodSpec": {"mainContainer": {"image": IMAGE}},
+            },
             "Worker": {
                 "componentType": "worker",
                 "replicas": 2,
                 "resources": {"limits": {"gpu": "1"}},
-                "extraPodSpec": {"mainContainer": {"image": "img", "args": ["x"]}},
+                "extraPodSpec": {"mainContainer": {"image": IMAGE, "args": ["x"]}},
             },
         }
     },
@@ -37,11 +43,15 @@ BETA: dict[str, Any] = {
     "metadata": {"name": "g"},
     "spec": {
         "components": [
-            {"name": "Frontend", "type": "frontend"},
+            {
+                "name": "Frontend",
+                "type": "frontend",
+                "podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}},
+            },
             {
                 "name": "Worker",
                 "type": "worker",
-                "podTemplate": {"spec": {"containers": [{"name": "main", "image": "img"}]}},
+                "podTemplate": {"spec": {"containers": [{"name": "main", "image": IMAGE}]}},
             },
         ]
     },
@@ -525,7 +535,7 @@ spec:
     podTemplate:
       metadata: {labels: {%s}}
       spec:
-        containers: [{name: main, image: img, %s}]
+        containers: [{name: main, image: "img:1.4.0", %s}]
 """
 P = "spec.components[0].podTemplate"
 

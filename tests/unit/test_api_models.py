@@ -1,4 +1,9 @@
-"""Conversion rules, lenient mode, the other kinds, YAML output, JSON Schema export, operator config."""
+"""Conversion rules, lenient mode, the other kinds, YAML output, JSON Schema export, operator config.
+
+The fixtures are minimal documents for the models and conversion (most have no runtime image, which
+the operator's webhook requires), so they load with admission off (`load`); admission has its own
+tests (`test_admission*.py`).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import yaml
 from dynamo_infra.api import (
     DynamoValidationError,
     DynamoWarning,
+    Loaded,
     load_yaml,
     to_hub,
     to_other_version,
@@ -23,6 +29,12 @@ from dynamo_infra.api import (
 )
 from dynamo_infra.api.conversion import ANN_DCD_SPEC, ANN_DGD_SPEC, ANN_DGD_STATUS
 from dynamo_infra.api.schema import editor_schemas, main
+
+
+def load(text: str, *, lenient: bool = False) -> Loaded:
+    """`load_yaml` without the webhook's rules (see the module docstring)."""
+    return load_yaml(text, lenient=lenient, admission=False)
+
 
 ALPHA = """
 apiVersion: nvidia.com/v1alpha1
@@ -62,7 +74,7 @@ status:
 
 @pytest.fixture
 def alpha() -> v1alpha1.DynamoGraphDeployment:
-    return load_yaml(ALPHA).graphs[0]  # type: ignore[return-value]
+    return load(ALPHA).graphs[0]  # type: ignore[return-value]
 
 
 def test_alpha_to_hub_mapping(alpha: v1alpha1.DynamoGraphDeployment) -> None:
@@ -158,7 +170,7 @@ spec:
         - {name: engine, image: eng}
   - {name: Frontend, type: frontend, replicas: 1}
 """
-    hub = load_yaml(text).graphs[0]
+    hub = load(text).graphs[0]
     alpha = to_other_version(hub)
     assert isinstance(alpha, v1alpha1.DynamoGraphDeployment)
     assert sorted(alpha.spec.services or {}) == ["Frontend", "Worker"]
@@ -185,7 +197,7 @@ status:
   podSelector: {app: x}
   service: {componentKind: LeaderWorkerSet, componentName: g-worker-0, replicas: 1, updatedReplicas: 1}
 """
-    dcd = load_yaml(text).documents[0]
+    dcd = load(text).documents[0]
     hub = to_other_version(dcd)
     assert isinstance(hub, v1beta1.DynamoComponentDeployment)
     assert hub.spec.name == "Worker" and hub.spec.type == "decode" and hub.spec.backend_framework == "sglang"
@@ -202,7 +214,7 @@ kind: DynamoGraphDeploymentScalingAdapter
 metadata: {name: g-worker}
 spec: {replicas: 3, dgdRef: {name: g, serviceName: Worker}}
 """
-    a = load_yaml(text).documents[0]
+    a = load(text).documents[0]
     hub = to_other_version(a)
     assert isinstance(hub, v1beta1.DynamoGraphDeploymentScalingAdapter)
     assert hub.spec.dgd_ref.component_name == "Worker"
@@ -222,7 +234,7 @@ spec:
   profilingConfig: {profilerImage: prof:1, config: {sla: {ttft: 200}}}
   deploymentOverrides: {workersImage: w:1}
 """
-    r = load_yaml(old).documents[0]
+    r = load(old).documents[0]
     hub = to_other_version(r)
     assert isinstance(hub, v1beta1.DynamoGraphDeploymentRequest)
     assert hub.spec.image == "w:1" and hub.spec.features is not None and hub.spec.features.mocker is not None
@@ -233,7 +245,7 @@ kind: DynamoGraphDeploymentRequest
 metadata: {name: r}
 spec: {model: m, sla: {ttft: 100, itl: 10}, workload: {isl: 2000}}
 """
-    r2 = load_yaml(new).documents[0]
+    r2 = load(new).documents[0]
     assert to_other_version(to_other_version(r2)) == r2
 
 
@@ -247,14 +259,14 @@ spec:
   job:
     podTemplateSpec: {spec: {containers: [{name: main, image: img}]}}
 """
-    ckpt = load_yaml(text).documents[0]
+    ckpt = load(text).documents[0]
     assert isinstance(ckpt, v1alpha1.DynamoCheckpoint)
     assert ckpt.spec.job.active_deadline_seconds == 3600
     with pytest.raises(TypeError):
         to_other_version(ckpt)
     bad = text.replace("image: img", "image: 3")
     with pytest.raises(DynamoValidationError) as info:
-        load_yaml(bad)
+        load(bad)
     assert (
         str(info.value.problems[0])
         == "spec.job.podTemplateSpec.spec.containers[0].image: must be a string (got integer)"
@@ -266,14 +278,14 @@ def test_lenient_mode_warns_instead_of_failing() -> None:
         "mainContainer: {image: img, args: [--x]}", "mainContainer: {image: img, args: [--x], newK8sField: 1}"
     )
     with pytest.raises(DynamoValidationError) as info:
-        load_yaml(text)
+        load(text)
     assert {p.path for p in info.value.problems} == {
         "spec.services.Worker.futureField",
         "spec.services.Worker.extraPodSpec.mainContainer.newK8sField",
     }
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        g = load_yaml(text, lenient=True).graphs[0]
+        g = load(text, lenient=True).graphs[0]
     messages = sorted(str(w.message) for w in caught if issubclass(w.category, DynamoWarning))
     assert messages == [
         "spec.services.Worker.extraPodSpec.mainContainer.newK8sField: unknown field ignored",
@@ -282,7 +294,7 @@ def test_lenient_mode_warns_instead_of_failing() -> None:
     assert isinstance(g, v1alpha1.DynamoGraphDeployment)
     # Other problems are still errors in lenient mode.
     with pytest.raises(DynamoValidationError), pytest.warns(DynamoWarning):
-        load_yaml(text.replace("replicas: 2", "replicas: -2"), lenient=True)
+        load(text.replace("replicas: 2", "replicas: -2"), lenient=True)
 
 
 def test_to_yaml_is_kubectl_ready(alpha: v1alpha1.DynamoGraphDeployment) -> None:
@@ -302,7 +314,7 @@ def test_server_fields_are_accepted_and_not_emitted() -> None:
         "metadata: {name: g, namespace: team, annotations: {keep: me}}",
         "metadata: {name: g, uid: u, resourceVersion: '5', generation: 2, creationTimestamp: '2026-01-01T00:00:00Z', managedFields: []}",
     )
-    g = load_yaml(text).graphs[0]
+    g = load(text).graphs[0]
     assert g.to_manifest()["metadata"] == {"name": "g"}
 
 
@@ -349,7 +361,7 @@ spec:
   - {name: A, sharedMemorySize: 0Gi}
   - {name: B, sharedMemorySize: 16Gi}
 """
-    hub = load_yaml(text).graphs[0]
+    hub = load(text).graphs[0]
     alpha = to_other_version(hub)
     assert isinstance(alpha, v1alpha1.DynamoGraphDeployment)
     services = alpha.spec.services or {}
@@ -367,7 +379,7 @@ spec:
   services:
     Router: {componentType: default, replicas: 1}
 """
-    alpha = load_yaml(text).graphs[0]
+    alpha = load(text).graphs[0]
     hub = to_hub(alpha)
     assert hub.component("Router").type is None  # not a v1beta1 type: rendered as a plain component
     assert json.loads((hub.metadata.annotations or {})[ANN_DGD_SPEC]) == {
@@ -396,7 +408,7 @@ spec:
     B:
       dynamoNamespace: legacy
 """
-    alpha = load_yaml(text).graphs[0]
+    alpha = load(text).graphs[0]
     hub = to_hub(alpha)
     saved = json.loads((hub.metadata.annotations or {})[ANN_DGD_SPEC])
     assert set(saved["services"]) == {"A", "B"}  # A: the envs/mainContainer split; B: dynamoNamespace

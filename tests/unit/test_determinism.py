@@ -8,9 +8,9 @@ import os
 import subprocess
 import sys
 
-from dynamo_infra.api import load_yaml, to_other_version, to_yaml
+from dynamo_infra.api import to_other_version, to_yaml
 from dynamo_infra.api.conversion import convertible
-from tests.conftest import REPO
+from tests.conftest import REPO, load_corpus
 from tests.unit.test_golden import cases, golden_name, graph_files, render_file
 
 SEEDS = ("1", "2718")
@@ -20,7 +20,7 @@ def outputs() -> dict[str, str]:
     """Every golden render, and every corpus document converted to its other API version."""
     out = {golden_name(path, variant): render_file(path, variant) for path, variant in cases()}
     for path in graph_files():
-        docs = [to_other_version(d) for d in load_yaml(path).documents if convertible(d)]
+        docs = [to_other_version(d) for d in load_corpus(path).documents if convertible(d)]
         out[f"converted/{path.parent.name}/{path.name}"] = to_yaml(docs) if docs else ""
     return out
 

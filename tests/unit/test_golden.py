@@ -3,7 +3,8 @@
 Each graph is rendered with the operator's default configuration (`{ver}__{file}`), and again for
 every cluster kind its features call for (`{ver}__{stem}__{variant}.yaml`: LWS or Grove for
 multinode, DRA for GPU memory service and failover, Istio for frontends and EPPs, checkpoints).
-A render the operator would reject is golden-filed as its error. Regenerate after an intended
+A render the operator would reject is golden-filed as its error. Graphs are rendered whether or not
+the operator's webhook would admit them (as its controllers did in the parity run). Regenerate after an intended
 change with `UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/unit/test_golden.py`, then review
 the diff against the operator source.
 """
@@ -17,10 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from dynamo_infra.api import AnyDGD, DynamoValidationError, load_yaml, to_hub
+from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, load_corpus
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 CORPUS_GRAPHS = CORPUS / "graphs"
@@ -109,7 +110,7 @@ class _Dumper(yaml.SafeDumper):
 def render_file(path: Path, variant: str | None = None) -> str:
     options = ClusterOptions.parse(VARIANTS[variant]) if variant else ClusterOptions()
     rendered: list[dict[str, Any]] = []
-    for g in load_yaml(path).graphs:
+    for g in load_corpus(path).graphs:
         try:
             rendered.append(as_document(render_graph(g, options, NAMESPACE)))
         except DynamoValidationError as e:
@@ -120,7 +121,7 @@ def render_file(path: Path, variant: str | None = None) -> str:
 
 
 def cases() -> list[tuple[Path, str | None]]:
-    return [(p, v) for p in graph_files() for v in [None, *variants_for(load_yaml(p).graphs)]]
+    return [(p, v) for p in graph_files() for v in [None, *variants_for(load_corpus(p).graphs)]]
 
 
 def golden_name(path: Path, variant: str | None) -> str:

@@ -74,14 +74,14 @@ def test_wheel_holds_both_packages_and_their_data(wheel: Path, repo: Path) -> No
     assert not [n for n in names if n.startswith(("tests/", "tools/"))]
 
 
-def test_installed_wheel_works_outside_the_work_tree(wheel: Path, corpus: Path, tmp_path: Path) -> None:
+def test_installed_wheel_works_outside_the_work_tree(wheel: Path, repo: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
         check=True,
         capture_output=True,
     )
-    graph = corpus / "graphs" / "v1beta1" / "mocker__disagg.yaml"
+    graph = repo / "examples" / "agg-epp.yaml"
     out = subprocess.run(
         [sys.executable, "-c", USER_SCRIPT, str(site), str(graph)],
         cwd=tmp_path,

@@ -13,8 +13,11 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.planner import planner_environment
 from dynamo_infra.render.preflight import unmet_needs
+from tests.conftest import load_corpus
 from tests.unit.conftest import Mocks
 
+# The Dynamo runtime release images are tagged with (the parity pin's).
+RUNTIME_VERSION = "1.4.0"
 # What the refusal says, whatever the planner's environment.
 NEEDS = (
     "reads DynamoGraphDeployment '{graph}' and its Ready status, and scales through "
@@ -67,7 +70,7 @@ def test_planner_environment_from_its_command_line(command: list[str], environme
 def test_corpus_planner_graphs_are_refused_where_the_user_wrote_them(corpus: Path) -> None:
     found: dict[str, list[str]] = {}
     for path in sorted((corpus / "graphs").glob("v1*/*.yaml")):
-        for dgd in load_yaml(path).graphs:
+        for dgd in load_corpus(path).graphs:
             found |= {f"{path.parent.name}/{path.name}:{dgd.name}": [str(p) for p in unmet_needs(dgd)]}
     refused = {k: v for k, v in found.items() if v}
     expected = {
@@ -109,16 +112,18 @@ def test_a_virtual_planner_is_deployable(tmp_path: Path) -> None:
 
 
 def test_refused_graphs_still_render(corpus: Path) -> None:
-    (dgd,) = load_yaml(corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml").graphs
+    (dgd,) = load_corpus(corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml").graphs
     assert "Planner" in render_graph(dgd, ClusterOptions(), "ns").components
 
 
 @pulumi.runtime.test
-def test_the_component_refuses_a_kubernetes_planner(mocks: Mocks, corpus: Path) -> None:
+def test_the_component_refuses_a_kubernetes_planner(mocks: Mocks, corpus: Path, tmp_path: Path) -> None:
     from components import DynamoGraphDeployment
 
+    # The corpus graph with its image version filled in, as a user deploys it (admission needs one).
+    graph = tmp_path / "vllm__disagg_planner.yaml"
+    text = (corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml").read_text()
+    graph.write_text(text.replace("${VERSION}", RUNTIME_VERSION))
     with pytest.raises(DynamoValidationError) as refused:
-        DynamoGraphDeployment(
-            "p", corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml", kubeconfig="kc", namespace="ns"
-        )
+        DynamoGraphDeployment("p", graph, kubeconfig="kc", namespace="ns")
     assert str(refused.value).startswith("spec.services.Planner: the Dynamo Planner (environment kubernetes)")

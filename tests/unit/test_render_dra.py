@@ -67,17 +67,6 @@ def test_gms_device_class_from_the_component() -> None:
     assert rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "gpu.example.com"
 
 
-def test_gms_admission_errors() -> None:
-    with pytest.raises(DynamoValidationError, match="only supported for worker components"):
-        fe = gms_worker()
-        fe["type"] = "frontend"
-        render(graph(fe), **DRA)
-    with pytest.raises(DynamoValidationError, match=r"nvidia\.com/gpu >= 1"):
-        render(graph(gms_worker(gpus=0)), **DRA)
-    with pytest.raises(DynamoValidationError, match="InterPod requires the Grove pathway"):
-        render(graph(gms_worker("InterPod")), **DRA)
-
-
 def test_intra_pod_failover_engines() -> None:
     r = render(graph(gms_worker(failover="IntraPod"), annotations=CONTAINER_MODE), **DRA)
     e0, e1 = pod(r)["containers"][:2]
@@ -96,16 +85,8 @@ def test_intra_pod_failover_engines() -> None:
     assert e1["args"][-2:] == ["--master-port", "29600"] and "--master-port" not in e0["args"]
 
 
-def test_failover_admission_errors() -> None:
-    with pytest.raises(DynamoValidationError, match=r"nvidia\.com/dynamo-kube-discovery-mode: container"):
-        render(graph(gms_worker(failover="IntraPod")), **DRA)
-    no_gms = worker(nodes=1, experimental={"failover": {"mode": "IntraPod"}})
-    with pytest.raises(DynamoValidationError, match="intraPod failover requires gpuMemoryService to be set"):
-        render(graph(no_gms, annotations=CONTAINER_MODE), **DRA)
-    with pytest.raises(
-        DynamoValidationError, match=r'interPod failover requires gpuMemoryService\.mode="InterPod"'
-    ):
-        render(graph(gms_worker(failover="InterPod"), annotations=CONTAINER_MODE), **GROVE, **DRA)
+def test_failover_engines_need_vllm() -> None:
+    """The controller's error (its admission webhook's rules are tests/unit/test_admission.py's)."""
     sglang = gms_worker(failover="IntraPod", command=["python3", "-m", "dynamo.sglang"])
     with pytest.raises(DynamoValidationError, match=r"supported only for vLLM \(detected: sglang\)"):
         render(graph(sglang, annotations=CONTAINER_MODE), **DRA)

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render.partial import operator_partial
+from tests.conftest import load_corpus
 
 DRA = {"dra": {"enabled": True}}
 GROVE = {**DRA, "multinode": {"orchestrator": "grove"}}
 
 
 def kinds(corpus: Path, graph: str, options: dict[str, object]) -> tuple[list[str], dict[str, str]]:
-    (dgd,) = load_yaml(corpus / "graphs" / graph).graphs
+    (dgd,) = load_corpus(corpus / "graphs" / graph).graphs
     partial = operator_partial(dgd, ClusterOptions.parse(options), "ns")
     failures = {name: str(e) for name, e in partial.failures.items()}
     return [f"{o['kind']}/{o['metadata']['name']}" for o in partial.objects], failures

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dynamo_infra.api import kube, load_yaml, v1beta1
+from dynamo_infra.api import kube, v1beta1
 from dynamo_infra.api.loader import served_hub
+from tests.conftest import load_corpus
 
 GRAPH = """
 apiVersion: nvidia.com/v1alpha1
@@ -60,7 +61,7 @@ def test_a_null_is_defaulted_or_dropped_unless_nullable() -> None:
 
 
 def test_the_operator_reads_a_v1alpha1_graph_with_both_versions_defaults() -> None:
-    (dgd,) = load_yaml(GRAPH).graphs
+    (dgd,) = load_corpus(GRAPH).graphs
     hub = served_hub(dgd)
     assert isinstance(hub, v1beta1.DynamoGraphDeployment)
     (worker,) = hub.spec.components or []

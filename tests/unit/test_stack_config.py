@@ -81,9 +81,9 @@ def test_defaults_and_every_key(tmp_path: Path) -> None:
     assert full.keeps_namespace() and not read(graphs=[AGG]).keeps_namespace()
     # What the graphs' namespace needs from the platform: the EPP account, the MPI key copy.
     assert not full.has_epp() and not full.has_multinode()
-    corpus = REPO / "tests" / "data" / "corpus" / "graphs"
-    assert read(graphs=[str(corpus / "v1beta1" / "vllm__gaie_agg.yaml")]).has_epp()
-    assert read(graphs=[str(corpus / "v1alpha1" / "vllm__disagg-multinode.yaml")]).has_multinode()
+    examples = REPO / "examples"
+    assert read(graphs=[str(examples / "agg-epp.yaml")]).has_epp()
+    assert read(graphs=[str(examples / "disagg-multinode.yaml")]).has_multinode()
     # The secret content wins over the path.
     assert read(kubeconfigPath=str(path)).kubeconfig == "apiVersion: v1"
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dynamo_infra.api import AnyDGD, load_yaml, v1beta1
+from dynamo_infra.api import AnyDGD, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import names
@@ -24,7 +24,7 @@ from dynamo_infra.render.context import GraphContext
 from dynamo_infra.render.dcd import DCD_KIND, as_stored, generate_dcd
 from dynamo_infra.render.graph import graph_context, graph_worker_hash
 from dynamo_infra.render.worker_hash import worker_hash
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, load_corpus
 
 RENDERED = CORPUS / "operator-rendered"
 # ClusterOptions of each pass beyond the namespace (operator-rendered/README.md).
@@ -60,7 +60,7 @@ def _graph(path: Path) -> list[GraphContext]:
     objects = _objects(path)
     namespace = objects[0]["metadata"]["namespace"] if objects else "default"
     options = ClusterOptions.parse({"namespace": namespace, **PASSES[path.parent.name]})
-    graphs: list[AnyDGD] = load_yaml(CORPUS / "graphs" / ver / source).graphs
+    graphs: list[AnyDGD] = load_corpus(CORPUS / "graphs" / ver / source).graphs
     return [graph_context(dgd, options, namespace) for dgd in graphs]
 
 

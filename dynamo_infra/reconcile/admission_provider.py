@@ -1,0 +1,94 @@
+"""Dynamic provider that holds a graph as the user wrote it, so an update can be admitted as the
+operator's validating webhook admits one: `check` compares the graph in the stack's state with the
+new one (`api.admission.review_update`: immutable fields, scaling-adapter replicas, runtime version)
+and fails the preview or `up` before any object is written. It touches no cluster, and never shows
+as a change itself.
+
+Inputs: graph (the DGD manifest), features (the operator's gates the webhook reads), namespace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
+
+from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.api.admission import OperatorFeatures, review_update
+from dynamo_infra.api.base import Resource
+from dynamo_infra.api.loader import load_documents
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.reconcile.base import Inputs, Provider, log
+
+# The property a failed check names: none (the engine would print the whole graph with it).
+NO_PROPERTY = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class AdmissionInputs(Inputs):
+    graph: Manifest = dataclasses.field(default_factory=dict)
+    # OperatorFeatures as a mapping of its field names.
+    features: dict[str, bool] = dataclasses.field(default_factory=dict)
+
+
+def features_props(features: OperatorFeatures) -> dict[str, bool]:
+    return dataclasses.asdict(features)
+
+
+def _integers(value: Any) -> Any:
+    """The value with Pulumi's numbers back as JSON integers where they are whole (1.0 -> 1)."""
+    if isinstance(value, dict):
+        return {k: _integers(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integers(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _typed(manifest: Manifest) -> Resource:
+    (doc,) = load_documents([_integers(manifest)], admission=False).documents
+    return doc
+
+
+class GraphAdmissionProvider(Provider[AdmissionInputs]):
+    inputs = AdmissionInputs
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        old, new = self.typed(olds), self.typed(news)
+        if not old.graph:
+            return CheckResult(news, [])
+        try:
+            review = review_update(
+                _typed(old.graph),
+                _typed(new.graph),
+                OperatorFeatures(**new.features),
+                namespace=new.namespace,
+            )
+        except DynamoValidationError as e:
+            return CheckResult(news, [CheckFailure(NO_PROPERTY, str(e))])
+        for warning in review.warnings:
+            log(f"admission: {warning}")
+        return CheckResult(news, [CheckFailure(NO_PROPERTY, str(p)) for p in review.problems])
+
+    def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
+        """Never a change: `check` has reviewed the new graph and the graph's object resources show what
+        changes. The engine still keeps the new inputs in the state (a same step), which the next
+        `check` compares with."""
+        return DiffResult(changes=False, replaces=[], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        ins = self.typed(props)
+        return CreateResult(
+            id_=f"{ins.namespace}/{ins.graph.get('metadata', {}).get('name', '')}", outs=props
+        )
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=news)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return self.read_result(id_, props)
