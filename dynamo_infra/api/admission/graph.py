@@ -18,10 +18,10 @@ from dynamo_infra.api.admission.legacy import (
     ANNOTATION_VLLM_BACKEND,
     INTRA_POD,
     Legacy,
+    both_views,
     dynamo_namespace,
     graph_has_legacy_fields,
     invalid_vllm_backend,
-    view_as,
 )
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.admission.review import Review
@@ -62,12 +62,7 @@ def graph_review(
     alpha = isinstance(dgd, v1alpha1.DynamoGraphDeployment)
     paths = Paths(alpha)
     # The webhook validates the v1beta1 view, and the v1alpha1 view for fields only v1alpha1 has.
-    hub: v1beta1.DynamoGraphDeployment | None
-    view: v1alpha1.DynamoGraphDeployment | None
-    if isinstance(dgd, v1alpha1.DynamoGraphDeployment):
-        hub, view = view_as(dgd, v1beta1.DynamoGraphDeployment), dgd
-    else:
-        hub, view = dgd, view_as(dgd, v1alpha1.DynamoGraphDeployment)
+    hub, view = both_views(dgd, v1alpha1.DynamoGraphDeployment, v1beta1.DynamoGraphDeployment)
     annotations = dict(dgd.metadata.annotations or {})
     grove, requirement = grove_pathway(features, annotations) if features is not None else (None, "")
     problems = metadata_problems(annotations, _has_intra_pod_failover(hub, view))

@@ -7,7 +7,7 @@ They run on a v1alpha1 document, and on the v1alpha1 view of a v1beta1 one that 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from dynamo_infra.api import conversion, v1alpha1
 from dynamo_infra.api.admission import field
@@ -27,6 +27,8 @@ FRONTEND_SIDECAR_CONTAINER = "sidecar-frontend"
 GLOBAL_DYNAMO_NAMESPACE = "dynamo"
 INTRA_POD = "intraPod"
 R = TypeVar("R", bound=Resource)
+A = TypeVar("A", bound=Resource)
+B = TypeVar("B", bound=Resource)
 
 
 def view_as(obj: Resource, model: type[R]) -> R | None:
@@ -37,6 +39,13 @@ def view_as(obj: Resource, model: type[R]) -> R | None:
         return conversion.convert_to(obj, model)
     except DynamoValidationError:
         return None
+
+
+def both_views(obj: Resource, alpha: type[A], beta: type[B]) -> tuple[B | None, A | None]:
+    """`obj` as the webhook validates it: its v1beta1 view and its v1alpha1 view (one is `obj`)."""
+    if isinstance(obj, alpha):
+        return view_as(obj, beta), obj
+    return cast(B, obj), view_as(obj, alpha)
 
 
 def dynamo_namespace(global_namespace: bool | None, namespace: str, graph: str) -> str:

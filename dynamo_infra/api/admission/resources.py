@@ -6,7 +6,7 @@ from dynamo_infra.api import conversion, v1alpha1, v1beta1
 from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.component import Scope, component_problems
 from dynamo_infra.api.admission.features import OperatorFeatures
-from dynamo_infra.api.admission.legacy import Legacy, dynamo_namespace, has_legacy_fields, view_as
+from dynamo_infra.api.admission.legacy import Legacy, both_views, dynamo_namespace, has_legacy_fields
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.admission.review import Review
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
@@ -46,12 +46,7 @@ def dcd_review(
     an update (`creating` false) checks the runtime version against the old object instead."""
     alpha = isinstance(dcd, v1alpha1.DynamoComponentDeployment)
     paths = Paths(alpha)
-    hub: v1beta1.DynamoComponentDeployment | None
-    view: v1alpha1.DynamoComponentDeployment | None
-    if isinstance(dcd, v1alpha1.DynamoComponentDeployment):
-        hub, view = view_as(dcd, v1beta1.DynamoComponentDeployment), dcd
-    else:
-        hub, view = dcd, view_as(dcd, v1alpha1.DynamoComponentDeployment)
+    hub, view = both_views(dcd, v1alpha1.DynamoComponentDeployment, v1beta1.DynamoComponentDeployment)
     runtime = creating and not alpha
     scope = Scope(
         features, grove=False, inference_pool=False, runtime_version=runtime, allow_missing_override=True
