@@ -218,6 +218,10 @@ def crds(cluster: LocalCluster, client: KubeClient) -> Iterator[list[Manifest]]:
 @pytest.fixture(scope="module")
 def left(client: KubeClient, crds: list[Manifest]) -> Iterator[Left]:
     namespace = str(docs(LEFT)[0]["metadata"]["namespace"])
+    # Another module of the session (the operator-rendered comparison) may still be deleting it.
+    assert client.wait_deleted(namespace_object(namespace), SETTLE_S), (
+        f"namespace {namespace} still terminating"
+    )
     client.apply(namespace_object(namespace))
     # The user's prerequisite the graph names (envFrom).
     secret = {
