@@ -74,13 +74,14 @@ def without_descriptions(schema: Any) -> Any:
     """An OpenAPI schema without its `description`s (as controller-gen's `maxDescLen=0` writes it).
 
     Only schema keywords are touched: a property *named* `description`, and `default`/`example`
-    values, are kept.
+    values, are kept. Empty `required` lists go too: the API server stores none (the DGD CRD at the
+    pin has some), so keeping them would show as a change on every preview.
     """
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "description":
+        if key == "description" or (key == "required" and value == []):
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {k: without_descriptions(v) for k, v in value.items()}
