@@ -93,18 +93,37 @@ def runtime_namespace(objects: tuple[Manifest, ...] | list[Manifest]) -> str | N
     return None
 
 
+def with_transition_times(conditions: list[Manifest], previous: list[Manifest], now: str) -> list[Manifest]:
+    """Conditions with `lastTransitionTime`: kept from `previous` while a condition's status is the same,
+    else `now` (as the operator's SetStatusCondition does)."""
+    before = {c.get("type"): c for c in previous}
+    out = []
+    for c in conditions:
+        was = before.get(c["type"]) or {}
+        kept = was.get("status") == c["status"] and was.get("lastTransitionTime")
+        out.append({**c, "lastTransitionTime": kept or now})
+    return out
+
+
 def graph_record_status(
     components: Mapping[str, ComponentStatus],
     workloads: Mapping[str, Manifest | None],
     runtime_namespaces: Mapping[str, str] | None = None,
     generation: int | None = None,
+    previous: Manifest | None = None,
+    now: str = "",
 ) -> Manifest:
     """The DGD status: `state`, the `Ready` condition, `status.components` from each component's live
     workload (`workloads`; None: not created yet) with its Dynamo namespace, and the generation it
-    describes."""
+    describes. With `now` (RFC 3339), conditions carry their transition time (`previous`: the status
+    as it is, whose times are kept while a condition does not change)."""
     spaces = runtime_namespaces or {}
     replicas = {name: replica_status(w, spaces.get(name)) for name, w in workloads.items() if w is not None}
     out = dgd_status(dict(components), replicas)
+    if now:
+        out["conditions"] = with_transition_times(
+            out["conditions"], list((previous or {}).get("conditions") or []), now
+        )
     if generation is not None:
         out["observedGeneration"] = generation
     return out

@@ -207,6 +207,9 @@ def crds(cluster: LocalCluster, client: KubeClient) -> Iterator[list[Manifest]]:
     object of their kinds) so that later tests find the cluster without them."""
     installed = [crd_as_the_chart_installs_it(docs(CRDS / f)[0]) for f in CRD_FILES]
     for crd in installed:
+        # An earlier stack's platform installed its own DGD CRD (kept on destroy): the chart's alone here.
+        if client.delete(crd_stub(crd["metadata"]["name"]), propagation="Background"):
+            client.wait_deleted(crd_stub(crd["metadata"]["name"]), SETTLE_S)
         cluster.apply(crd, field_manager=CRD_INSTALLER)
         cluster.wait_established(crd["metadata"]["name"])
     yield installed

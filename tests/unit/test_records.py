@@ -117,3 +117,54 @@ def test_graph_record_status_reports_state_conditions_and_replicas() -> None:
     assert (
         status["state"] == "successful" and "components" not in status and "observedGeneration" not in status
     )
+
+
+def test_records_props_watch_each_components_workload() -> None:
+    from components.records import records_props
+
+    dgd = v1alpha1.DynamoGraphDeployment.parse(GRAPH)
+    rendered = render_graph(dgd, ClusterOptions(), "ns")
+    props = records_props(dgd, rendered)
+    assert props["dgd"]["apiVersion"] == "nvidia.com/v1beta1" and props["graph"] == "g"
+    assert list(props["adapters"]) == ["decode"]
+    decode = props["components"]["decode"]
+    deployment = next(o for o in rendered.components["decode"].objects if o["kind"] == "Deployment")
+    assert decode["workload"] == f"apps/v1/Deployment/ns/{deployment['metadata']['name']}"
+    assert decode["workload"] in decode["watch"] and len(decode["watch"]) == len(
+        rendered.components["decode"].objects
+    )
+    assert decode["runtimeNamespace"].startswith(rendered.dynamo_namespace)
+
+
+def test_the_operators_dgd_is_adopted_with_its_ties_dropped() -> None:
+    from dynamo_infra.reconcile.records_provider import adoption_operations, operator_dgd, storage_version
+
+    user = {"manager": "kubectl-client-side-apply", "operation": "Update"}
+    operator = {"manager": "manager", "operation": "Update", "subresource": "status"}
+    meta = {
+        "finalizers": ["nvidia.com/finalizer"],
+        "annotations": {"nvidia.com/last-applied-generation": "3", "team": "a"},
+        "managedFields": [user, operator, {"manager": "dynamo-infra", "operation": "Apply"}],
+    }
+    assert operator_dgd(meta)
+    assert operator_dgd({"managedFields": [operator]}) and not operator_dgd({"managedFields": [user]})
+    ops = adoption_operations(meta, ())
+    assert {"op": "replace", "path": "/metadata/finalizers", "value": []} in ops
+    assert {"op": "remove", "path": "/metadata/annotations/nvidia.com~1last-applied-generation"} in ops
+    fields = next(o for o in ops if o["path"] == "/metadata/managedFields")
+    assert [m["manager"] for m in fields["value"]] == ["kubectl-client-side-apply", "dynamo-infra"]
+    crd = {
+        "spec": {"versions": [{"name": "v1alpha1", "storage": False}, {"name": "v1beta1", "storage": True}]}
+    }
+    assert storage_version(crd) == "v1beta1" and storage_version({}) == ""
+
+
+def test_condition_times_change_only_with_the_conditions_status() -> None:
+    ready = {"Frontend": ComponentStatus(True, "DeploymentReady", "")}
+    first = graph_record_status(ready, {}, now="2026-01-01T00:00:00Z")
+    assert first["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+    same = graph_record_status(ready, {}, previous=first, now="2026-01-02T00:00:00Z")
+    assert same == first
+    not_ready = {"Frontend": ComponentStatus(False, "DeploymentNotReady", "")}
+    flipped = graph_record_status(not_ready, {}, previous=first, now="2026-01-02T00:00:00Z")
+    assert flipped["conditions"][0]["lastTransitionTime"] == "2026-01-02T00:00:00Z"
