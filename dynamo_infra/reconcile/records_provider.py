@@ -28,6 +28,7 @@ from dynamo_infra.reconcile.ownership import (
     ForeignObject,
     foreign_owner,
     inventory_id,
+    owner_of,
     refuse_foreign,
     with_inventory,
 )
@@ -233,12 +234,14 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
             delete_objects(client, keys, {object_key(ins.record_stub()): ins.record_stub(), **adapters}, log)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        """Refresh writes the status as it is now; a record deleted by hand is gone (`up` recreates it)."""
+        """Refresh writes the status as it is now; a record deleted (or replaced) by hand is gone, and
+        the next `up` creates it again."""
         ins = self.typed(props)
         with ins.client() as client:
             if props.get("recorded") or unrecordable(client):
                 return self.read_result(id_, props)
-            if client.get_metadata(ins.record_stub()) is None:
+            # Gone, or another's object of the same name: `up` creates the record (adopting or refusing).
+            if owner_of(client.get_metadata(ins.record_stub())) != ins.label:
                 return ReadResult(None, {})
             status = write_status(client, ins)
         return self.read_result(id_, {**props, "status": status})

@@ -332,7 +332,7 @@ class OperatorGraph:
             return []
         uid = dgd.get("uid")
         selector = f"{LABEL_GRAPH}={self.graph}"
-        dcd_version, dcds = version, []
+        dcd_version, dcds = version, list[Manifest]()
         # The DCD CRD is the operator's alone (the platform installs none): without it, no DCDs.
         if any(self.client.serves(v, DCD_KIND) for v in DYNAMO_API_VERSIONS):
             dcd_version, dcds = self._readable(

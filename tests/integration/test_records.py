@@ -12,6 +12,7 @@ import pytest
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import stub
+from dynamo_infra.reconcile.takeover import OPERATOR_FINALIZER
 from tests.conftest import DATA
 from tests.integration.harness import GraphStack, graph_stack
 from tools.localcluster import LocalCluster
@@ -19,6 +20,8 @@ from tools.localcluster import LocalCluster
 # Frontend, a worker with a scaling adapter (2 replicas) and a planner.
 GRAPH = (DATA / "graphs" / "reconcile.yaml").read_text()
 BETA = "nvidia.com/v1beta1"
+# The operator's field manager.
+OPERATOR = "manager"
 SELECTOR = "nvidia.com/dynamo-component=Worker,nvidia.com/dynamo-graph-deployment-name=rec"
 
 
@@ -92,6 +95,47 @@ def test_refresh_writes_the_status_as_it_is_now(rig: GraphStack) -> None:
     assert live is not None and live["spec"]["replicas"] == 3
     preview = rig.stack.preview(on_output=lambda _: None)
     assert set(preview.change_summary) == {"same"}
+
+
+def test_the_operators_records_are_adopted(rig: GraphStack) -> None:
+    """A DGD the operator reconciled and the DGDSA it made (owned by the DGD) are taken over in place."""
+    before = dgd(rig)
+    assert before is not None
+    for obj in (dgdsa(rig), before):
+        assert obj is not None and rig.kube.delete(obj)
+        rig.kube.wait_deleted(obj, 60)
+    # The user's DGD, as kubectl applies it; the operator's finalizer, status and adapter.
+    users = {k: before[k] for k in ("apiVersion", "kind", "spec")}
+    users["metadata"] = {"name": "rec", "namespace": rig.ns}
+    rig.kube.apply(users, manager="kubectl")
+    rig.kube.apply({**stub(BETA, "DynamoGraphDeployment", rig.ns, "rec"), "metadata": {
+        "name": "rec", "namespace": rig.ns, "finalizers": [OPERATOR_FINALIZER]}}, manager=OPERATOR)  # fmt: skip
+    theirs = rig.kube.get(stub(BETA, "DynamoGraphDeployment", rig.ns, "rec"))
+    assert theirs is not None
+    owner = {"apiVersion": BETA, "kind": "DynamoGraphDeployment", "name": "rec",
+             "uid": theirs["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    adapter = {
+        **stub(BETA, "DynamoGraphDeploymentScalingAdapter", rig.ns, "rec-worker"),
+        "spec": {"replicas": 3, "dgdRef": {"name": "rec", "componentName": "Worker"}},
+    }
+    adapter["metadata"]["ownerReferences"] = [owner]
+    rig.kube.apply(adapter, manager=OPERATOR)
+    # `up --refresh` finds the records gone and creates them: over the operator's, which it adopts.
+    rig.up(refresh=True)
+    live, live_adapter = dgd(rig), dgdsa(rig)
+    assert live is not None and live_adapter is not None
+    assert live["metadata"]["uid"] == theirs["metadata"]["uid"] and not live["metadata"].get("finalizers")
+    assert OPERATOR not in {m["manager"] for m in live["metadata"]["managedFields"]}
+    assert not live_adapter["metadata"].get("ownerReferences")
+    # The adapter's replicas are the planner's, and the DGD shows them.
+    assert live_adapter["spec"]["replicas"] == 3 and live_adapter["status"]["replicas"] == 3
+    assert {c["name"]: c.get("replicas") for c in live["spec"]["components"]}["Worker"] == 3
+    assert live["status"]["state"] == "successful"
+    taken = rig.outputs["graphs"].value["rec"]["takenOver"]["objects"]
+    assert set(taken) >= {
+        f"{BETA}/DynamoGraphDeployment/{rig.ns}/rec",
+        f"{BETA}/DynamoGraphDeploymentScalingAdapter/{rig.ns}/rec-worker",
+    }
 
 
 def test_destroy_removes_the_records(rig: GraphStack) -> None:
