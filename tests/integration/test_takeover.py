@@ -57,7 +57,9 @@ LEFT = CORPUS / "operator-rendered" / "single" / "v1alpha1__vllm__agg.yaml"
 CRDS = CORPUS / "crds" / "dynamo"
 CRD_FILES = ("nvidia.com_dynamographdeployments.yaml", "nvidia.com_dynamocomponentdeployments.yaml")
 # The cluster options the operator's objects were made with (the corpus README's `single` pass).
-OPTIONS: dict[str, Any] = {"dra": {"enabled": True}}
+# The webhook was not running then (the corpus README), and it would deny this graph now: its images
+# carry no semantic-version tag and it sets no runtimeVersionOverride.
+OPTIONS: dict[str, Any] = {"dra": {"enabled": True}, "admission": {"enabled": False}}
 # Field managers: the operator's (its image runs /manager), its chart's CRD installer, the user's.
 OPERATOR = OPERATOR_FIELD_MANAGERS[0]
 CRD_INSTALLER = "dynamo-crd-apply"
