@@ -100,6 +100,7 @@ pulumi.export(
             "components": g.component_statuses,
             "checkpoints": g.checkpoint_statuses,
             "takenOver": g.taken_over,
+            "recorded": g.records.recorded,
         }
         for n, g in graphs.items()
     },

@@ -14,6 +14,7 @@ from components.args import args_of
 from components.checkpoint import Checkpoint
 from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
 from components.pvc import PersistentVolumeClaim
+from components.records import GraphRecords
 from components.scaling import ScalingAdapter
 from components.workload import ComponentWorkload
 from dynamo_infra.api.autoscaling import Autoscaler
@@ -201,7 +202,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path), or all inputs as
     DynamoGraphDeploymentArgs. Outputs: `state`, `conditions` and per-component `components` status,
     computed as the operator does; `taken_over`: what it took over from the Dynamo operator ({} when
-    nothing; README "Moving a graph from the operator"). Claims the graph creates survive `pulumi
+    nothing; README "Moving a graph from the operator"); `records`: the graph's DGD and DGDSAs in the
+    cluster with live status (README "The graph's records"). Claims the graph creates survive `pulumi
     destroy` unless `delete_pvcs_on_destroy` is set.
 
     Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a
@@ -345,6 +347,17 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             )
             for s in plan.scaling
         }
+        # The graph's DGD and DGDSAs in the cluster, their status from the workloads once awaited.
+        self.records = GraphRecords(
+            f"{name}-records",
+            kubeconfig=args.kubeconfig,
+            context=args.context,
+            dgd=plan.dgd,
+            rendered=plan.rendered,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*self.components.values(), *self.scaling_adapters.values()]
+            ),
+        )
         names = list(self.components)
         statuses = pulumi.Output.all(*[self.components[n].status for n in names]).apply(
             functools.partial(statuses_by_name, names)
@@ -370,7 +383,9 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             *(w for w in (self.shared, self.podcliqueset) if w),
             *(c.workload for c in self.components.values()),
         ]
-        self.taken_over = pulumi.Output.all(*[h.taken_over for h in holders]).apply(merged_take_overs)
+        self.taken_over = pulumi.Output.all(*[h.taken_over for h in holders], self.records.taken_over).apply(
+            merged_take_overs
+        )
         self.register_outputs(
             {
                 "state": self.state,
@@ -378,6 +393,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 "components": statuses,
                 "checkpoints": self.checkpoint_statuses,
                 "takenOver": self.taken_over,
+                "recorded": self.records.recorded,
             }
         )
 

@@ -60,6 +60,9 @@ MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = {MANAGED_BY_LABEL: "dynamo-infra", "app.kubernetes.io/part-of": "dynamo-platform"}
 # API groups whose CRD conversion webhooks only the Dynamo operator serves: installed without them.
 OPERATOR_WEBHOOK_GROUPS = frozenset({"nvidia.com"})
+# The Dynamo API version served and stored when the operator's conversion webhook is dropped: the hub
+# of Dynamo's conversions, the version its planner (1.4.0) reads and JSON-patches DGDs in.
+DYNAMO_HUB_VERSION = "v1beta1"
 # API version of CustomResourceDefinitions.
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 # On the namespace and service accounts the platform created: `<project>/<stack>` of the one stack
@@ -71,13 +74,14 @@ def without_descriptions(schema: Any) -> Any:
     """An OpenAPI schema without its `description`s (as controller-gen's `maxDescLen=0` writes it).
 
     Only schema keywords are touched: a property *named* `description`, and `default`/`example`
-    values, are kept.
+    values, are kept. Empty `required` lists go too: the API server stores none (the DGD CRD at the
+    pin has some), so keeping them would show as a change on every preview.
     """
     if not isinstance(schema, dict):
         return schema
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key == "description":
+        if key == "description" or (key == "required" and value == []):
             continue
         if key in _SCHEMA_MAPS and isinstance(value, dict):
             out[key] = {k: without_descriptions(v) for k, v in value.items()}
@@ -102,11 +106,24 @@ _SCHEMA_VALUES = ("items", "additionalProperties", "additionalItems", "not")
 
 def without_operator_webhook(spec: dict[str, Any]) -> dict[str, Any]:
     """A CRD spec whose conversion webhook only the Dynamo operator serves, converting with strategy
-    None instead (nothing serves the webhook without the operator: every read of another version fails)."""
+    None instead (nothing serves the webhook without the operator: every read of another version fails).
+
+    Strategy None converts by relabelling the apiVersion only, so an object written in one version and
+    read in another loses the fields the versions name differently. The hub version (what Dynamo's
+    runtime and planner read and patch) is then the only one served, and the one stored; a client of
+    another version gets a clear 404 instead of a silently truncated object.
+    """
     conversion = spec.get("conversion") or {}
-    if spec.get("group") in OPERATOR_WEBHOOK_GROUPS and conversion.get("strategy") == "Webhook":
+    if spec.get("group") not in OPERATOR_WEBHOOK_GROUPS or conversion.get("strategy") != "Webhook":
+        return spec
+    versions = spec.get("versions") or []
+    if not any(v.get("name") == DYNAMO_HUB_VERSION for v in versions):
         return {**spec, "conversion": {"strategy": "None"}}
-    return spec
+    hub_only = [
+        {**v, "served": v["name"] == DYNAMO_HUB_VERSION, "storage": v["name"] == DYNAMO_HUB_VERSION}
+        for v in versions
+    ]
+    return {**spec, "versions": hub_only, "conversion": {"strategy": "None"}}
 
 
 def installable(crd: dict[str, Any]) -> dict[str, Any]:

@@ -181,15 +181,23 @@ class KubeClient:
     # --- verbs ----------------------------------------------------------------------------------
 
     def apply(
-        self, obj: Manifest, *, force: bool = True, dry_run: bool = False, manager: str = FIELD_MANAGER
+        self,
+        obj: Manifest,
+        *,
+        force: bool = True,
+        dry_run: bool = False,
+        manager: str = FIELD_MANAGER,
+        subresource: str | None = None,
     ) -> Manifest:
-        """Server-side apply of the fields in `obj` under `manager` (ours by default)."""
+        """Server-side apply of the fields in `obj` under `manager` (ours by default), to the object or
+        one of its subresources (`status`)."""
         info, ns, name = self._info(obj)
         params = {"fieldManager": manager, "force": "true" if force else "false"}
         if dry_run:
             params["dryRun"] = "All"
+        path = info.path(ns, name) + (f"/{subresource}" if subresource else "")
         return self.request(
-            "PATCH", info.path(ns, name), body=obj, params=params, content_type="application/apply-patch+yaml"
+            "PATCH", path, body=obj, params=params, content_type="application/apply-patch+yaml"
         )
 
     def patch(self, obj: Manifest, operations: list[Manifest], *, manager: str = FIELD_MANAGER) -> Manifest:

@@ -332,9 +332,12 @@ class OperatorGraph:
             return []
         uid = dgd.get("uid")
         selector = f"{LABEL_GRAPH}={self.graph}"
-        dcd_version, dcds = self._readable(
-            lambda v: self.client.list(v, DCD_KIND, self.namespace, label_selector=selector)
-        )
+        dcd_version, dcds = version, list[Manifest]()
+        # The DCD CRD is the operator's alone (the platform installs none): without it, no DCDs.
+        if any(self.client.serves(v, DCD_KIND) for v in DYNAMO_API_VERSIONS):
+            dcd_version, dcds = self._readable(
+                lambda v: self.client.list(v, DCD_KIND, self.namespace, label_selector=selector)
+            )
         targets = [
             (stub(dcd_version, DCD_KIND, self.namespace, d["metadata"]["name"]), d["metadata"])
             for d in dcds

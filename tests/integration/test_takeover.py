@@ -57,7 +57,9 @@ LEFT = CORPUS / "operator-rendered" / "single" / "v1alpha1__vllm__agg.yaml"
 CRDS = CORPUS / "crds" / "dynamo"
 CRD_FILES = ("nvidia.com_dynamographdeployments.yaml", "nvidia.com_dynamocomponentdeployments.yaml")
 # The cluster options the operator's objects were made with (the corpus README's `single` pass).
-OPTIONS: dict[str, Any] = {"dra": {"enabled": True}}
+# The webhook was not running then (the corpus README), and it would deny this graph now: its images
+# carry no semantic-version tag and it sets no runtimeVersionOverride.
+OPTIONS: dict[str, Any] = {"dra": {"enabled": True}, "admission": {"enabled": False}}
 # Field managers: the operator's (its image runs /manager), its chart's CRD installer, the user's.
 OPERATOR = OPERATOR_FIELD_MANAGERS[0]
 CRD_INSTALLER = "dynamo-crd-apply"
@@ -207,6 +209,9 @@ def crds(cluster: LocalCluster, client: KubeClient) -> Iterator[list[Manifest]]:
     object of their kinds) so that later tests find the cluster without them."""
     installed = [crd_as_the_chart_installs_it(docs(CRDS / f)[0]) for f in CRD_FILES]
     for crd in installed:
+        # An earlier stack's platform installed its own DGD CRD (kept on destroy): the chart's alone here.
+        if client.delete(crd_stub(crd["metadata"]["name"]), propagation="Background"):
+            client.wait_deleted(crd_stub(crd["metadata"]["name"]), SETTLE_S)
         cluster.apply(crd, field_manager=CRD_INSTALLER)
         cluster.wait_established(crd["metadata"]["name"])
     yield installed

@@ -18,6 +18,11 @@ from tests.unit.conftest import Mocks
 CRD_DIR = REPO / "stacks" / "crds"
 # The Dynamo runtime's discovery store, installed by every stack.
 WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
+# Every Dynamo CRD the platform installs (file order): the graph's records and the discovery store.
+DYNAMO_CRDS = ["dynamographdeployments.nvidia.com", "dynamographdeploymentscalingadapters.nvidia.com",
+               WORKER_METADATA_CRD]  # fmt: skip
+# All of them as a Helm-installed operator's.
+HELM_CRDS = {name: "managed by Helm" for name in DYNAMO_CRDS}
 
 
 def args(**extra: Any) -> PlatformArgs:
@@ -33,7 +38,7 @@ def test_children_are_prefixed_and_the_programs_platform_keeps_its_earlier_names
     assert plan.namespace.metadata["annotations"] == {"dynamo-infra.io/owner-stack": "p/s"}
     assert plan.keep_namespace
     assert [(c.name, c.aliases) for c in plan.crds] == [
-        (f"platform-{WORKER_METADATA_CRD}", (Alias(WORKER_METADATA_CRD),)),
+        *((f"platform-{name}", (Alias(name),)) for name in DYNAMO_CRDS),
         ("platform-scaledobjects.keda.sh", (Alias("scaledobjects.keda.sh"),)),
     ]
     assert plan.device_class is not None
@@ -45,27 +50,28 @@ def test_children_are_prefixed_and_the_programs_platform_keeps_its_earlier_names
         ("platform-planner-serviceaccount", "planner-serviceaccount"),
         ("platform-epp-serviceaccount", "epp-serviceaccount"),
     ]
-    assert plan.outputs["crds"] == [WORKER_METADATA_CRD, "scaledobjects.keda.sh"]
+    assert plan.outputs["crds"] == [*DYNAMO_CRDS, "scaledobjects.keda.sh"]
     other = plan_platform("team-b", args(epp=True))
     assert other.namespace is not None and other.namespace.name == "team-b-namespace"
-    assert [c.aliases for c in (other.namespace, *other.crds)] == [(), ()]
+    assert [c.aliases for c in (other.namespace, *other.crds)] == [()] * 4
     assert [a.aliases for a in other.accounts] == [(), ()]
 
 
 def test_what_the_stack_does_not_own_is_not_planned() -> None:
     theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}),
-                       foreign_crds={WORKER_METADATA_CRD: "managed by Helm"})  # fmt: skip
+                       foreign_crds=HELM_CRDS)  # fmt: skip
     plan = plan_platform("platform", PlatformArgs("team", theirs, crd_dir=CRD_DIR))
     assert plan.namespace is None and plan.crds == () and plan.device_class is None
     assert [a.account for a in plan.accounts] == [PLANNER_SERVICE_ACCOUNT]
-    assert plan.messages == (
-        f"CRD {WORKER_METADATA_CRD} exists, managed by Helm: used as it is (never applied nor deleted by this stack)",
+    assert plan.messages == tuple(
+        f"CRD {name} exists, managed by Helm: used as it is (never applied nor deleted by this stack)"
+        for name in DYNAMO_CRDS
     )
     assert plan.outputs == {
         "namespace": "team",
         "namespaceOwned": False,
         "crds": [],
-        "crdsUsedAsTheyAre": [WORKER_METADATA_CRD],
+        "crdsUsedAsTheyAre": DYNAMO_CRDS,
         "deviceClass": None,
     }
 

@@ -18,6 +18,11 @@ from tests.unit.conftest import Mocks
 CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 # The Dynamo runtime's discovery store, installed by every stack.
 WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
+# Every Dynamo CRD the platform installs (file order): the graph's records and the discovery store.
+DYNAMO_CRDS = ["dynamographdeployments.nvidia.com", "dynamographdeploymentscalingadapters.nvidia.com",
+               WORKER_METADATA_CRD]  # fmt: skip
+# All of them as a Helm-installed operator's.
+HELM_CRDS = {name: "managed by Helm" for name in DYNAMO_CRDS}
 
 
 @pulumi.runtime.test
@@ -46,7 +51,7 @@ def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
         dc = by_type[("kubernetes:resource.k8s.io/v1:DeviceClass", "platform-device-class")]
         assert dc["metadata"]["name"] == "gpu.example.com"
         assert dc["spec"]["selectors"] == [{"cel": {"expression": 'device.driver == "gpu.nvidia.com"'}}]
-        assert platform.crd_names == [WORKER_METADATA_CRD, "scaledobjects.keda.sh"]
+        assert platform.crd_names == [*DYNAMO_CRDS, "scaledobjects.keda.sh"]
         ns = by_type[("kubernetes:core/v1:Namespace", "platform-namespace")]
         assert ns["metadata"]["annotations"] == {"dynamo-infra.io/owner-stack": "dynamo-infra/local"}
 
@@ -80,7 +85,7 @@ def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
     )
     assert platform.namespace is None
     # The Dynamo CRDs come with every stack, listed or not.
-    assert platform.crd_names == [WORKER_METADATA_CRD]
+    assert platform.crd_names == DYNAMO_CRDS
 
     def check(_: object) -> None:
         kinds = [r.typ for r in mocks.resources]
@@ -145,7 +150,7 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
 
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **kw: said.append(message))
-    helm = Ownership("p/a", foreign_crds={WORKER_METADATA_CRD: "managed by Helm"})
+    helm = Ownership("p/a", foreign_crds=HELM_CRDS)
     platform = Platform(
         "platform",
         namespace="ns",
@@ -155,8 +160,8 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
     )
     assert platform.crd_names == [] and platform.crds == []
     assert said == [
-        f"CRD {WORKER_METADATA_CRD} exists, managed by Helm: used as it is (never applied nor deleted "
-        "by this stack)"
+        f"CRD {name} exists, managed by Helm: used as it is (never applied nor deleted by this stack)"
+        for name in DYNAMO_CRDS
     ]
 
     def check(_: object) -> None:
@@ -193,6 +198,10 @@ def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> No
     crd = installable(dgd)
     assert crd["spec"]["conversion"] == {"strategy": "None"}
     assert [v["name"] for v in crd["spec"]["versions"]] == [v["name"] for v in dgd["spec"]["versions"]]
+    # Relabelling would truncate a v1beta1 DGD read as v1alpha1: only the hub is served, and stored.
+    served = {v["name"]: (v["served"], v["storage"]) for v in crd["spec"]["versions"]}
+    assert served == {"v1alpha1": (False, False), "v1beta1": (True, True)}
+    assert [(v["served"], v["storage"]) for v in dgd["spec"]["versions"]] == [(True, True), (True, False)]
     # Other groups' webhooks are served by their own controllers: kept.
     other = {**dgd, "spec": {**dgd["spec"], "group": "example.com"}}
     assert installable(other)["spec"]["conversion"] == dgd["spec"]["conversion"]

@@ -88,6 +88,17 @@ def test_shipped_crd_sets_install_without_descriptions(crd_set: str) -> None:
             schema = version["schema"]["openAPIV3Schema"]
             assert property_paths(schema) == property_paths(original["schema"]["openAPIV3Schema"])
             assert "description" not in keywords(schema)
+            assert empty_required(schema) == [], "the API server stores no empty `required`"
+
+
+def empty_required(schema: Any) -> list[Any]:
+    """Every empty `required` list anywhere in `schema`."""
+    if isinstance(schema, dict):
+        own = [schema["required"]] if schema.get("required") == [] else []
+        return own + [e for v in schema.values() for e in empty_required(v)]
+    if isinstance(schema, list):
+        return [e for v in schema for e in empty_required(v)]
+    return []
 
 
 def keywords(schema: Any) -> set[str]:

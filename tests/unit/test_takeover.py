@@ -77,6 +77,8 @@ class Cluster:
         self.conflicts = 0
         # The operator's admission webhooks are registered but nothing answers them.
         self.webhook_down = False
+        # Kinds whose CRD is installed (discovery lists them, whether or not conversion works).
+        self.served = {DGD_KIND, DCD_KIND}
 
     @staticmethod
     def _key(obj: Manifest) -> str:
@@ -144,7 +146,7 @@ class Cluster:
         return copy.deepcopy(live)
 
     def serves(self, api_version: str, kind: str) -> bool:
-        return False
+        return kind in self.served
 
 
 def test_release_drops_the_operators_owner_annotations_and_field_manager_only() -> None:
@@ -327,3 +329,9 @@ def test_take_overs_merge_across_components() -> None:
         "podsReplaced": {"k2": ["spec.template"]},
     }
     assert merged_take_overs([None, {}]) == {}
+
+
+def test_without_the_dcd_crd_only_the_dgd_finalizer_is_removed() -> None:
+    fake = Cluster(DGD)
+    fake.served = {DGD_KIND}
+    assert OperatorGraph(fake, NS, GRAPH).remove_finalizers() == [f"{DGD_KIND} {GRAPH}"]  # type: ignore[arg-type]
