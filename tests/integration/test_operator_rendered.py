@@ -32,6 +32,8 @@ PLATFORM_CRD_SETS = ("grove", "inference")
 # The operator's DCD CRD, as the corpus holds it, and the version its DCDs are written in.
 DCD_CRD = CORPUS / "crds" / "dynamo" / "nvidia.com_dynamocomponentdeployments.yaml"
 HUB_VERSION = "v1beta1"
+# How long the namespaces may take to go at teardown (their pods stop through kwok).
+NAMESPACE_GONE_S = 120
 
 
 def stored_as_hub(crd: Manifest) -> Manifest:
@@ -70,7 +72,14 @@ def stored(cluster: LocalCluster, crds: None) -> Iterator[dict[str, Ours]]:
               f"{time.monotonic() - start:.1f}s")  # fmt: skip
         yield out
         for case in CASES:
+            # The DCDs carry the operator's finalizer and no operator runs here to remove it: without
+            # this the namespace would stay terminating and block later modules that use the same name.
+            for obj in ours[case.name].objects:
+                if obj["metadata"].get("finalizers"):
+                    kube.patch(obj, [{"op": "remove", "path": "/metadata/finalizers"}])
             kube.delete(namespace_object(case.namespace), propagation="Background")
+        for case in CASES:
+            assert kube.wait_deleted(namespace_object(case.namespace), NAMESPACE_GONE_S), case.namespace
 
 
 def read_back(kube: KubeClient, objects: list[Manifest]) -> list[Manifest]:
