@@ -57,7 +57,10 @@ def test_denied_graphs_and_updates_fail_the_preview(
         graph.write_text(shipped)
         assert stack.up(on_output=lambda _: None).summary.result == "succeeded"
         graph.write_text(shipped.replace(WORKER, SCALED))
-        assert stack.preview(on_output=lambda _: None).change_summary.get("update") == 1
+        # Two updates: the worker's component and the graph's records (the DGD's spec replicas).
+        scaled = stack.preview(on_output=lambda _: None)
+        assert scaled.change_summary.get("update") == 2, scaled.stdout
+        assert "records" in scaled.stdout, scaled.stdout
     finally:
         graph.write_text(shipped)
         destroy = stack.destroy(on_output=lambda _: None)
