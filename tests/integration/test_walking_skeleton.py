@@ -48,10 +48,11 @@ def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, projec
     )
     lines: list[str] = []
     diff = stack.preview(diff=True, on_output=lines.append)
-    assert diff.change_summary.get("update") == 1, diff.change_summary
+    # Two updates: the worker's workload and the graph's records (the DGD's spec replicas).
+    assert diff.change_summary.get("update") == 2, diff.change_summary
     text = "\n".join(lines)
     assert re.search(r"replicas\s*:\s*1 => 2", text), text
-    assert "vllm-agg-vllmworker-workload" in text
+    assert "vllm-agg-vllmworker-workload" in text and "vllm-agg-records" in text
 
     destroy = stack.destroy(on_output=lambda _: None)
     assert destroy.summary.result == "succeeded"
