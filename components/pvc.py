@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import Resource
 
 from components.args import args_of
+from components.takeover import TakingOverResource
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 
@@ -29,7 +29,7 @@ class PersistentVolumeClaimArgs:
     await_policy: dict[str, Any] | None = None
 
 
-class PersistentVolumeClaim(Resource):
+class PersistentVolumeClaim(TakingOverResource):
     """`manifest` set: created when missing (an existing claim is never modified); None: must exist.
 
     `delete_on_destroy` opts in to deleting the claim (and its data) when the stack is destroyed.
@@ -85,9 +85,3 @@ class PersistentVolumeClaim(Resource):
             "takenOver": None,
         }
         super().__init__(PersistentVolumeClaimProvider(), name, props, opts)
-
-    @property
-    def taken_over(self) -> pulumi.Output[dict[str, Any]]:
-        """What was taken over from the Dynamo operator ({} when nothing)."""
-        value: pulumi.Output[dict[str, Any]] = self.__dict__["takenOver"]
-        return value

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import Resource
 
+from components.takeover import TakingOverResource
 from dynamo_infra.api import AnyDGD
 from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
@@ -47,7 +47,7 @@ def records_props(dgd: AnyDGD, rendered: RenderedGraph) -> dict[str, Any]:
     }
 
 
-class GraphRecords(Resource):
+class GraphRecords(TakingOverResource):
     """The graph's DGD (v1beta1, as written) and one DGDSA per adapted component, where the platform's
     Dynamo CRDs are installed; their status is written on every create, update and refresh.
 
@@ -78,8 +78,3 @@ class GraphRecords(Resource):
             "takenOver": None,
         }
         super().__init__(GraphRecordsProvider(), name, props, opts)
-
-    @property
-    def taken_over(self) -> pulumi.Output[dict[str, Any]]:
-        value: pulumi.Output[dict[str, Any]] = self.__dict__["takenOver"]
-        return value

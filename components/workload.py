@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pulumi
-from pulumi.dynamic import Resource
 
+from components.takeover import TakingOverResource
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
@@ -17,7 +17,7 @@ def keyed(objects: list[Manifest]) -> dict[str, Manifest]:
     return {object_key(o): o for o in objects}
 
 
-class ComponentWorkload(Resource):
+class ComponentWorkload(TakingOverResource):
     """Objects keyed by `apiVersion/kind/namespace/name`; status and inventory come back as outputs.
 
     `observe` names objects another controller creates for this one (read for status; never written
@@ -66,9 +66,3 @@ class ComponentWorkload(Resource):
             "takenOver": None,
         }
         super().__init__(ComponentWorkloadProvider(), name, props, opts)
-
-    @property
-    def taken_over(self) -> pulumi.Output[dict[str, Any]]:
-        """What was taken over from the Dynamo operator ({} when nothing)."""
-        value: pulumi.Output[dict[str, Any]] = self.__dict__["takenOver"]
-        return value
