@@ -48,7 +48,24 @@ SUBSTITUTIONS = (
     "args and env name the host folder behind the volume (claim: its bound hostPath volume; emptyDir: "
     "a folder per pod; configMap, secret, projected service-account volume: their files written out)",
     "HF_HUB_OFFLINE=1: nothing is downloaded from a model hub",
+    "/var/run: a process whose container mounts volumes under /var/run runs in a mount namespace of its "
+    "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
+    "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
+    "fixed path client libraries read (the planner its namespace)",
 )
+# Mount paths under this folder are bind-mounted in the process's own mount namespace (SUBSTITUTIONS).
+VAR_RUN = "/var/run"
+# Runs a command with an empty /var/run ($1) holding host folders at paths under it ($2 $3, ...; `--`
+# ends them), then execs the command (what follows `--`).
+MOUNT_SCRIPT = """set -e
+root=$1; shift
+mount -t tmpfs -o mode=755 tmpfs "$root"
+while [ "$1" != -- ]; do
+  mkdir -p "$root/$2"; mount --bind -o ro "$1" "$root/$2"; shift 2
+done
+shift
+exec "$@"
+"""
 # The runtime keeps its system port in an i16: every port we hand out stays in [PORT_MIN, PORT_MAX).
 PORT_MIN, PORT_MAX = 20000, 32768
 # Seconds a stopped process gets between SIGTERM and SIGKILL (the pod's own grace period, capped).
@@ -303,6 +320,7 @@ class PodProcesses:
             raise PodProcessError(
                 f"pod {name}: container {MAIN_CONTAINER} has no command (the image's entrypoint)"
             )
+        argv = with_var_run(argv, mounts)
         return PodProcess(
             pod=name,
             uid=meta["uid"],
@@ -312,6 +330,24 @@ class PodProcesses:
             env=env,
             ports=ports,
         )
+
+
+def with_var_run(argv: list[str], mounts: dict[str, Path]) -> list[str]:
+    """`argv` run in a mount namespace of its own whose /var/run holds the container's mounts under it
+    (unchanged when there are none)."""
+    under = {
+        path[len(VAR_RUN) :].strip("/"): host
+        for path, host in sorted(mounts.items())
+        if path.startswith(VAR_RUN + "/")
+    }
+    if not under:
+        return argv
+    # Without privileges, a user namespace of its own grants the mounts.
+    unshare = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        unshare.insert(1, "--map-root-user")
+    pairs = [w for inside, host in under.items() for w in (str(host), inside)]
+    return [*unshare, "/bin/sh", "-c", MOUNT_SCRIPT, "sh", os.path.realpath(VAR_RUN), *pairs, "--", *argv]
 
 
 def runnable(pod: Manifest) -> bool:
