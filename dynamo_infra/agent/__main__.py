@@ -1,0 +1,7 @@
+"""`python -m dynamo_infra.agent --namespace NS ...`: the same as `dynamo-infra agent ...`."""
+
+import sys
+
+from dynamo_infra.agent.cli import main
+
+sys.exit(main(["agent", *sys.argv[1:]]))
