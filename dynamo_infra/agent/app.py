@@ -244,6 +244,13 @@ async def serve(
         api.reset()
 
 
+# Loggers that report every request or handler call at INFO: shown only at DEBUG.
+CHATTY_LOGGERS = ("httpx", "kopf.objects", "kopf.activities")
+
+
 def run(namespaces: Sequence[str], level: str = "INFO") -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level != "DEBUG":
+        for name in CHATTY_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
     asyncio.run(serve(namespaces))
