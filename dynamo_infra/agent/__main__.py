@@ -4,4 +4,5 @@ import sys
 
 from dynamo_infra.agent.cli import main
 
-sys.exit(main(["agent", *sys.argv[1:]]))
+if __name__ == "__main__":
+    sys.exit(main(["agent", *sys.argv[1:]]))

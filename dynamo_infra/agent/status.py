@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dynamo_infra.agent.errors import AgentError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient, stub
 from dynamo_infra.reconcile.observe import record_status
@@ -23,7 +24,7 @@ COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
 REPLICAS_AGENT, REPLICAS_AUTOSCALER, REPLICAS_GRAPH = "agent", "autoscaler", "graph"
 
 
-class RecordError(ValueError):
+class RecordError(AgentError):
     """The components annotation of a DGD record cannot be read."""
 
 
