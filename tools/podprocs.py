@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,9 @@ MAIN_CONTAINER = "main"
 # Every difference between a harness process and the container it stands for.
 SUBSTITUTIONS = (
     "image: the Dynamo runtime virtualenv (its bin first on PATH, so the command's `python3` is the "
-    "runtime's); only the container's env reaches the process, plus PATH and HOME",
+    "runtime's); an image given in `image_bins` runs with that folder first instead (the agent's image: "
+    "this repository's virtualenv, whose `dynamo-infra` is the image's); only the container's env "
+    "reaches the process, plus PATH and HOME; its securityContext (user, read-only root) is not played",
     "env valueFrom.fieldRef: the live pod's field (POD_NAME, POD_NAMESPACE, POD_UID, ...), as a kubelet "
     "resolves it (tools/kubelet.py; also configMap/secret refs and envFrom)",
     "credential: a token of the pod's service account bound to the pod (TokenRequest), in a kubeconfig "
@@ -164,6 +167,7 @@ class PodProcesses:
         selector: str,
         root: Path,
         runtime_bin: Path,
+        image_bins: Mapping[str, Path] | None = None,
     ) -> None:
         self.kube = kube
         self.conn = conn
@@ -171,6 +175,8 @@ class PodProcesses:
         self.selector = selector
         self.root = root.resolve()
         self.runtime_bin = runtime_bin.resolve()
+        # Container image -> the bin folder standing for it (others: the Dynamo runtime's).
+        self.image_bins = {image: path.resolve() for image, path in (image_bins or {}).items()}
         self.processes: dict[str, PodProcess] = {}
         # Every process ever started (stopped ones too), oldest first: for logs and counts.
         self.history: list[PodProcess] = []
@@ -301,7 +307,8 @@ class PodProcesses:
         env["DYN_TCP_RPC_HOST"] = "127.0.0.1"
         env["HF_HUB_OFFLINE"] = "1"
         env["HOME"] = str(home)
-        env["PATH"] = os.pathsep.join([str(self.runtime_bin), "/usr/local/bin", "/usr/bin", "/bin"])
+        image_bin = self.image_bins.get(str(container.get("image", "")), self.runtime_bin)
+        env["PATH"] = os.pathsep.join([str(image_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         kubeconfig = kubelet.kubeconfig()
         if kubeconfig is not None:
             env["KUBECONFIG"] = str(kubeconfig)

@@ -249,3 +249,21 @@ def test_var_run_mounts_are_the_containers_own(tmp_path: Path) -> None:
         pytest.skip(f"no mount namespaces here: {run.stderr.strip()}")
     assert run.stdout == "ns", run.stderr
     assert not Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").exists()
+
+
+def test_an_image_of_image_bins_runs_with_its_own_bin_folder(tmp_path: Path) -> None:
+    """The agent's image runs with this repository's virtualenv; every other image with the runtime's."""
+    agent = tmp_path / "agent-venv" / "bin"
+    main = {**POD["spec"]["containers"][0], "image": "registry.local/dynamo-infra-agent:0.1.0"}
+    pod = {**POD, "spec": {**POD["spec"], "containers": [main]}}
+    pods = PodProcesses(
+        FakeKube(tmp_path),  # type: ignore[arg-type]
+        Connection(server="https://127.0.0.1:1"),
+        namespace="ns",
+        selector="x",
+        root=tmp_path / "pods",
+        runtime_bin=tmp_path / "venv" / "bin",
+        image_bins={"registry.local/dynamo-infra-agent:0.1.0": agent},
+    )
+    assert pods.prepare(pod).env["PATH"].split(":")[0] == str(agent)
+    assert pods.prepare(POD).env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")
