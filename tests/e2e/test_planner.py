@@ -29,8 +29,9 @@ from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render.agent import AGENT_LABELS, AGENT_NAME
 from tests.e2e.conftest import GRAPHS
-from tests.e2e.test_serving import conn, quiet, served_requests, wait_until
+from tests.e2e.test_serving import conn, quiet, served_requests, wait_until  # noqa: F401 (fixtures)
 from tests.integration.harness import copy_project, make_stack, unique
+from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
 from tools.serving import chat, served
@@ -48,6 +49,8 @@ LOAD_TOKENS = 400
 LOAD_S = 150.0
 # A prompt long enough to take a few KV blocks of its own.
 PROMPT = " ".join(["the model serves the request of the worker"] * 12)
+# What the planner logs with each decision (`base._log_decision_summary`).
+DECISION_LOG = "[summary]"
 # Bounded waits.
 STARTUP_S = 90.0
 DECISION_S = 60.0
@@ -74,6 +77,14 @@ def decode_deployment(kube: KubeClient, namespace: str) -> Manifest:
         "apps/v1", "Deployment", namespace, label_selector=f"nvidia.com/dynamo-component={DECODE}"
     )
     return deployment
+
+
+def has_served(proc: PodProcess) -> bool:
+    """Whether a worker handled a request (False while its system port is not up yet)."""
+    try:
+        return served_requests(proc) > 0
+    except httpx.TransportError:
+        return False
 
 
 def rss_mib(proc: PodProcess) -> float:
@@ -111,6 +122,7 @@ def load(url: str, model: str) -> Iterator[list[str]]:
 @contextmanager
 def deployed_with_agent(tmp_path: Path, cluster: LocalCluster, namespace: str) -> Iterator[auto.Stack]:
     """The planner graph and the agent, deployed by one stack into `namespace`; destroyed at the end."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     project = copy_project(tmp_path)
     copy = project / "graphs" / GRAPH.name
     copy.parent.mkdir()
@@ -132,8 +144,8 @@ def agent_running(
     selector = ",".join(f"{k}={v}" for k, v in sorted(AGENT_LABELS.items()))
     venv_bin = Path(sys.executable).parent
     with PodProcesses(
-        kube, conn, namespace=namespace, selector=selector, root=root, runtime_bin=venv_bin,
-        image_bins={AGENT_IMAGE: venv_bin},
+        kube, login, namespace=namespace, selector=selector, root=root,
+        runtime_bin=dynamo_runtime.bin_dir(), image_bins={AGENT_IMAGE: venv_bin},
     ) as pods:  # fmt: skip
         pods.sync()
         pods.follow()
@@ -147,7 +159,7 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
     tmp_path: Path,
     cluster: LocalCluster,
     harness_kube: KubeClient,
-    conn: connection.Connection,
+    conn: connection.Connection,  # noqa: F811 (the fixture imported above)
     runtime: Path,
 ) -> None:
     ns = unique("planner")
@@ -159,8 +171,8 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
         pods, url, model = live.pods, live.url, live.model
         wait_until(lambda: pods.running("Planner"), STARTUP_S, "the planner's process", pods)
         (planner,) = pods.running("Planner")
-        wait_until(lambda: "FPM tracker started" in planner.tail(400), STARTUP_S,
-                   "the planner's forward-pass metrics tracker", pods)  # fmt: skip
+        # Its first decision (a hold: no load yet), once it tracks the decode worker's metrics.
+        wait_until(lambda: DECISION_LOG in planner.tail(400), STARTUP_S, "the planner's first decision", pods)
         (first,) = pods.running(DECODE)
         assert decode_replicas(harness_kube, ns) == 1
         assert decode_deployment(harness_kube, ns)["spec"]["replicas"] == 1
@@ -184,9 +196,7 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
                 lambda: len(pods.running(DECODE)) == 2, SCALE_S, "the second decode worker's process", pods
             )
             (second,) = [p for p in pods.running(DECODE) if p.pod != first.pod]
-            wait_until(
-                lambda: served_requests(second) > 0, SCALE_S, "a request on the new decode worker", pods
-            )
+            wait_until(lambda: has_served(second), SCALE_S, "a request on the new decode worker", pods)
             serving = time.monotonic() - started
             agent_rss = rss_mib(agent)
             print(
