@@ -4,9 +4,9 @@ The stack deploys the graph and the dynamo-infra agent (`dynamo-infra:agent`). T
 `dynamo.planner` 1.4.0 runs as a process of its pod (its service account's token its only
 credential), reads the graph's DynamoGraphDeployment record and the forward-pass metrics the mocker
 decode worker publishes on the event plane. Under a bounded load its KV cache fills, the planner asks
-for a second decode worker (a JSON patch of the DGD record), the agent — run as a process from its
-rendered pod spec — carries that to the worker Deployment's scale, kwok runs the new pod, its process
-registers, and the new worker serves requests. Pulumi then neither undoes nor fights the planner's
+for a second decode worker through the decode adapter's (DGDSA's) scale subresource, the agent — run
+as a process from its rendered pod spec — carries that to the DGD record and to the worker
+Deployment's scale, kwok runs the new pod, its process registers, and the new worker serves requests. Pulumi then neither undoes nor fights the planner's
 choice: a preview shows no change and an `up` keeps two decode workers.
 """
 
@@ -70,6 +70,18 @@ def decode_replicas(kube: KubeClient, namespace: str) -> int | None:
         if component.get("name") == DECODE:
             return int(component.get("replicas", 1))
     return None
+
+
+def adapter_replicas(kube: KubeClient, namespace: str) -> int | None:
+    """The decode component's DGDSA `spec.replicas` (what the planner sets through its scale subresource)."""
+    dgdsa = kube.get(
+        {
+            "apiVersion": RECORD_API_VERSION,
+            "kind": "DynamoGraphDeploymentScalingAdapter",
+            "metadata": {"name": f"{GRAPH_NAME}-{DECODE}", "namespace": namespace},
+        }
+    )
+    return int(dgdsa["spec"]["replicas"]) if dgdsa else None
 
 
 def decode_deployment(kube: KubeClient, namespace: str) -> Manifest:
@@ -174,18 +186,26 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
         # Its first decision (a hold: no load yet), once it tracks the decode worker's metrics.
         wait_until(lambda: DECISION_LOG in planner.tail(400), STARTUP_S, "the planner's first decision", pods)
         (first,) = pods.running(DECODE)
-        assert decode_replicas(harness_kube, ns) == 1
+        assert (adapter_replicas(harness_kube, ns), decode_replicas(harness_kube, ns)) == (1, 1)
         assert decode_deployment(harness_kube, ns)["spec"]["replicas"] == 1
 
         started = time.monotonic()
         with load(url, model) as errors:
-            # The planner's decision, in the DGD record.
-            wait_until(lambda: decode_replicas(harness_kube, ns) == 2, DECISION_S,
+            # The planner's decision, through the decode adapter's scale subresource.
+            wait_until(lambda: adapter_replicas(harness_kube, ns) == 2, DECISION_S,
                        "the planner's request for a second decode worker", pods)  # fmt: skip
             decided = time.monotonic() - started
-            # The agent carries it to the worker Deployment's scale.
-            wait_until(lambda: decode_deployment(harness_kube, ns)["spec"]["replicas"] == 2, SCALE_S,
-                       f"the agent's scale of the decode Deployment\n{agent.tail(40)}", pods)  # fmt: skip
+            assert "Scaled DGDSA planner-mocker-decode to 2 replicas" in planner.tail(400)
+            # The agent carries it to the DGD record and to the worker Deployment's scale.
+            wait_until(
+                lambda: (
+                    decode_replicas(harness_kube, ns) == 2
+                    and decode_deployment(harness_kube, ns)["spec"]["replicas"] == 2
+                ),
+                SCALE_S,
+                f"the agent's scale of the decode Deployment\n{agent.tail(40)}",
+                pods,
+            )
             scaled = time.monotonic() - started
             managers = {
                 m["manager"] for m in decode_deployment(harness_kube, ns)["metadata"]["managedFields"]
@@ -195,20 +215,22 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
             wait_until(
                 lambda: len(pods.running(DECODE)) == 2, SCALE_S, "the second decode worker's process", pods
             )
+            process_up = time.monotonic() - started
             (second,) = [p for p in pods.running(DECODE) if p.pod != first.pod]
             wait_until(lambda: has_served(second), SCALE_S, "a request on the new decode worker", pods)
             serving = time.monotonic() - started
             agent_rss = rss_mib(agent)
             print(
                 f"\n[e2e] load step -> planner's request {decided:.1f}s -> agent's scale {scaled:.1f}s "
-                f"-> new decode worker serves {serving:.1f}s; agent RSS {agent_rss:.0f} MiB"
+                f"-> new worker's process {process_up:.1f}s -> it serves {serving:.1f}s; "
+                f"agent RSS {agent_rss:.0f} MiB"
             )
 
             # Pulumi keeps the planner's choice, with the load still on.
             preview = stack.preview(on_output=quiet)
             assert set(preview.change_summary) <= {"same"}, preview.change_summary
             assert stack.up(on_output=quiet).summary.result == "succeeded"
-            assert decode_replicas(harness_kube, ns) == 2
+            assert (adapter_replicas(harness_kube, ns), decode_replicas(harness_kube, ns)) == (2, 2)
             assert decode_deployment(harness_kube, ns)["spec"]["replicas"] == 2
             assert len(pods.running(DECODE)) == 2
         assert errors == [], errors[:3]
