@@ -1,23 +1,28 @@
 """The pod network of the pods-as-processes harness: an HTTP forward proxy on loopback.
 
-kwok gives pods IP addresses that are not on this machine, and tools/podprocs.py moves each
-container port to a free loopback port. Whatever calls a pod the way a cluster's own controllers
-do, at `http://<podIP>:<containerPort>` from its EndpointSlice (the agent loading LoRA adapters),
-gets there through this proxy: it forwards a request for `<podIP>:<containerPort>` of a running pod
-process to `127.0.0.1:<the port standing in for it>`. Pod processes get HTTP_PROXY pointing here and
-NO_PROXY for loopback, so their API-server calls stay direct.
+kwok gives pods IP addresses (the local cluster's pod CIDR) that are not on this machine, and
+tools/podprocs.py moves each container port to a free loopback port. Whatever calls a pod the way a
+cluster's own controllers do, at `http://<podIP>:<containerPort>` from its EndpointSlice (the agent
+loading LoRA adapters), gets there through this proxy: it forwards a request for
+`<podIP>:<containerPort>` of a running pod process to `127.0.0.1:<the port standing in for it>`, and
+answers 502 for a pod address no process serves. Requests to any other host go there unchanged (the
+runtime's own calls to the addresses its processes advertise). Pod processes get HTTP_PROXY pointing
+here and NO_PROXY for loopback, so their API-server calls stay direct.
 
-    with PodNetwork(route) as net:        # route(host, port) -> loopback port, or None
+    with PodNetwork(route) as net:        # route(podIP, port) -> loopback port, or None
         env["HTTP_PROXY"] = net.url
 """
 
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
+
+from tools.localcluster import POD_CIDR
 
 # Hosts a pod process reaches directly (the API server and every loopback port of the harness).
 NO_PROXY = "127.0.0.1,localhost"
@@ -46,8 +51,9 @@ Route = Callable[[str, int], int | None]
 class PodNetwork:
     """A forward proxy for plain HTTP to pod addresses; `requests` records what went where."""
 
-    def __init__(self, route: Route) -> None:
+    def __init__(self, route: Route, pod_cidr: str = POD_CIDR) -> None:
         self.route = route
+        self.pod_network = ipaddress.ip_network(pod_cidr, strict=False)
         # (method, "host:port/path", status) of every request, oldest first.
         self.requests: list[tuple[str, str, int]] = []
         network = self
@@ -84,27 +90,36 @@ class PodNetwork:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def is_pod(self, host: str) -> bool:
+        try:
+            return ipaddress.ip_address(host) in self.pod_network
+        except ValueError:
+            return False
+
     def forward(self, handler: BaseHTTPRequestHandler) -> None:
         target = urlsplit(handler.path)
         host, port = target.hostname or "", target.port or 80
         where = f"{host}:{port}{target.path}"
-        local = self.route(host, port) if target.scheme == "http" else None
-        if local is None:
-            self.requests.append((handler.command, where, 502))
-            handler.send_error(502, f"no pod process serves {host}:{port}")
-            return
+        upstream: tuple[str, int] = (host, port)
+        if self.is_pod(host):
+            local = self.route(host, port) if target.scheme == "http" else None
+            if local is None:
+                self.requests.append((handler.command, where, 502))
+                handler.send_error(502, f"no pod process serves {host}:{port}")
+                return
+            upstream = ("127.0.0.1", local)
         length = int(handler.headers.get("Content-Length") or 0)
         body = handler.rfile.read(length) if length else None
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in HOP_HEADERS}
         path = target.path + (f"?{target.query}" if target.query else "")
-        conn = http.client.HTTPConnection("127.0.0.1", local, timeout=FORWARD_TIMEOUT_S)
+        conn = http.client.HTTPConnection(*upstream, timeout=FORWARD_TIMEOUT_S)
         try:
             conn.request(handler.command, path or "/", body=body, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
         except OSError as e:
             self.requests.append((handler.command, where, 502))
-            handler.send_error(502, f"pod process at {host}:{port} (127.0.0.1:{local}): {e}")
+            handler.send_error(502, f"{host}:{port} (at {upstream[0]}:{upstream[1]}): {e}")
             return
         finally:
             conn.close()

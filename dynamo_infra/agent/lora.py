@@ -78,12 +78,12 @@ class LoraAgent:
 
     def __init__(
         self,
-        connect: Callable[[], Connection] = default_connection,
+        kube: Callable[[], KubeClient],
         *,
         requeue_after: float = REQUEUE_AFTER_S,
         http: httpx.Client | None = None,
     ) -> None:
-        self.connect = connect
+        self.kube = kube
         self.requeue_after = requeue_after
         self.http = http or httpx.Client(timeout=REQUEST_TIMEOUT_S, follow_redirects=False, trust_env=True)
         self._pool = ThreadPoolExecutor(MAX_CONCURRENT, thread_name_prefix="lora")
@@ -123,7 +123,7 @@ class LoraAgent:
 
     def on_slice(self, namespace: str, base_hash: str) -> None:
         """An EndpointSlice of a base model changed: reconcile that base model's DynamoModels."""
-        with KubeClient(self.connect(), USER_AGENT) as kube:
+        with self.kube() as kube:
             models = kube.list(lora.MODEL_API_VERSION, lora.MODEL_KIND, namespace)
         for model in lora.models_of(models, base_hash):
             self.reconcile(namespace, model["metadata"]["name"])
@@ -158,7 +158,7 @@ class LoraAgent:
 
     def reconcile(self, namespace: str, name: str) -> None:
         key = (namespace, name)
-        with self._lock(key), KubeClient(self.connect(), USER_AGENT) as kube:
+        with self._lock(key), self.kube() as kube:
             with self._guard:
                 timer = self._timers.pop(key, None)
             if timer is not None:
@@ -310,7 +310,7 @@ def register(
     requeue_after: float = REQUEUE_AFTER_S,
 ) -> LoraAgent:
     """Register the DynamoModel and EndpointSlice handlers in `registry`; the agent they drive."""
-    agent = LoraAgent(connect, requeue_after=requeue_after)
+    agent = LoraAgent(lambda: KubeClient(connect(), USER_AGENT), requeue_after=requeue_after)
 
     @kopf.on.event(*MODEL_API, registry=registry)
     def dynamo_model(event: kopf.RawEvent, body: kopf.Body, **_: Any) -> None:

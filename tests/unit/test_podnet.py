@@ -54,10 +54,14 @@ def test_requests_to_a_pod_address_reach_its_process(pod_process: int) -> None:
         # An address no pod process has: a 502 naming it, as a real proxy answers an unreachable host.
         missing = client.get(f"http://{POD_IP}:8000/health")
         assert missing.status_code == 502 and f"{POD_IP}:8000" in missing.text
+        # Any other host: forwarded as it is (here the pod process's own loopback address).
+        direct = client.get(f"http://127.0.0.1:{pod_process}/metadata")
+        assert (direct.status_code, direct.text) == (200, "GET /metadata ")
         assert net.requests == [
             ("POST", f"{POD_IP}:{CONTAINER_PORT}/v1/loras", 200),
             ("DELETE", f"{POD_IP}:{CONTAINER_PORT}/v1/loras/fail", 500),
             ("GET", f"{POD_IP}:8000/health", 502),
+            ("GET", f"127.0.0.1:{pod_process}/metadata", 200),
         ]
 
 
