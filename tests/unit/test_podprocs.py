@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import base64
 import json
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
