@@ -148,15 +148,19 @@ class LoraAgent:
         timer.start()
 
     def _retry(self, namespace: str, name: str) -> None:
-        try:
-            self.reconcile(namespace, name)
-        except (KubeError, httpx.HTTPError) as e:
-            log.warning("DynamoModel %s/%s: retry failed: %s", namespace, name, e)
-            self.requeue(namespace, name)
+        self.reconcile(namespace, name)
 
     # --- one model ----------------------------------------------------------------------------
 
     def reconcile(self, namespace: str, name: str) -> None:
+        """Reconcile one DynamoModel; an API failure is retried after the requeue delay."""
+        try:
+            self._reconcile(namespace, name)
+        except KubeError as e:
+            log.warning("DynamoModel %s/%s: %s (retrying in %.0fs)", namespace, name, e, self.requeue_after)
+            self.requeue(namespace, name)
+
+    def _reconcile(self, namespace: str, name: str) -> None:
         key = (namespace, name)
         with self._lock(key), self.kube() as kube:
             with self._guard:
@@ -171,30 +175,40 @@ class LoraAgent:
                 self.finalize(kube, model)
                 self.forget(namespace, name, uid)
                 return
-            self.ensure_finalizer(kube, model)
-            found, services = self.endpoints(kube, model)
-            outcomes = self.load(model, found) if found else []
-            status = lora.model_status(model, found, services, outcomes, now=now())
-            kube.apply(
-                {
-                    "apiVersion": lora.MODEL_API_VERSION,
-                    "kind": lora.MODEL_KIND,
-                    "metadata": {"name": name, "namespace": namespace},
-                    "status": status,
-                },
-                subresource="status",
-                manager=FIELD_MANAGER,
-            )
+            # Status writes of this reconcile come back as events of the same generation: not reconciled.
             self.seen[uid] = int(model["metadata"].get("generation") or 0)
-            log.info(
-                "DynamoModel %s/%s: %d of %d endpoint(s) ready",
-                namespace,
-                name,
-                status["readyEndpoints"],
-                status["totalEndpoints"],
-            )
-            if found and lora.needs_retry(model, outcomes, status):
-                self.requeue(namespace, name)
+            try:
+                self.ensure_finalizer(kube, model)
+                self.write_status(kube, model)
+            except KubeError:
+                self.seen.pop(uid, None)
+                raise
+
+    def write_status(self, kube: KubeClient, model: Manifest) -> None:
+        """Load the adapter where it is missing and write the status; retried later if it is not everywhere."""
+        namespace, name = model["metadata"]["namespace"], model["metadata"]["name"]
+        found, services = self.endpoints(kube, model)
+        outcomes = self.load(model, found) if found else []
+        status = lora.model_status(model, found, services, outcomes, now=now())
+        kube.apply(
+            {
+                "apiVersion": lora.MODEL_API_VERSION,
+                "kind": lora.MODEL_KIND,
+                "metadata": {"name": name, "namespace": namespace},
+                "status": status,
+            },
+            subresource="status",
+            manager=FIELD_MANAGER,
+        )
+        log.info(
+            "DynamoModel %s/%s: %d of %d endpoint(s) ready",
+            namespace,
+            name,
+            status["readyEndpoints"],
+            status["totalEndpoints"],
+        )
+        if found and lora.needs_retry(model, outcomes, status):
+            self.requeue(namespace, name)
 
     def endpoints(self, kube: KubeClient, model: Manifest) -> tuple[list[lora.Candidate], set[str]]:
         """The pods behind the base model's Services we rendered; for a LoRA model, each identified by

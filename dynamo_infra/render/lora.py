@@ -42,6 +42,15 @@ VLLM = "vllm"
 # An error body longer than this is cut in status messages (the operator reads at most 64 KiB).
 MAX_ERROR_CHARS = 512
 
+# The agent's permissions for DynamoModels, in each namespace it watches (RBAC PolicyRules): watch the
+# models and their base models' EndpointSlices, read each endpoint's pod, keep the finalizer, write status.
+RULES: tuple[Manifest, ...] = (
+    {"apiGroups": ["nvidia.com"], "resources": ["dynamomodels"], "verbs": ["get", "list", "watch", "patch"]},
+    {"apiGroups": ["nvidia.com"], "resources": ["dynamomodels/status"], "verbs": ["patch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+)
+
 CONDITION_SERVICES_FOUND = "ServicesFound"
 CONDITION_ENDPOINTS_READY = "EndpointsReady"
 

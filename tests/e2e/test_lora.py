@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import lora
 from tests.conftest import REPO
@@ -28,6 +30,8 @@ from tools.podnet import NO_PROXY
 from tools.podprocs import PodProcesses
 
 WORKER = "MockerWorker"
+# The service account the agent runs as (bound to the agent's LoRA rules only).
+AGENT_ACCOUNT = "dynamo-infra-agent"
 # The graph's base model (its worker's modelRef) and the adapter asked for.
 BASE_MODEL = "tiny-chat"
 ADAPTER = "tiny-chat-lora"
@@ -39,15 +43,50 @@ REQUEUE_AFTER_S = 5.0
 AGENT_TIMEOUT_S = 60.0
 
 
+def least_privilege(kube: KubeClient, cluster: LocalCluster, namespace: str, folder: Path) -> Path:
+    """A kubeconfig holding only the token of a service account bound to the agent's LoRA rules."""
+    meta = {"name": AGENT_ACCOUNT, "namespace": namespace}
+    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}, manager="e2e")
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": meta,
+        "rules": list(lora.RULES),
+    }
+    kube.apply(role, manager="e2e")
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AGENT_ACCOUNT},
+        "subjects": [{"kind": "ServiceAccount", "name": AGENT_ACCOUNT, "namespace": namespace}],
+    }
+    kube.apply(binding, manager="e2e")
+    token = kube.request(
+        "POST",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{AGENT_ACCOUNT}/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
+    )["status"]["token"]
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    (ctx,) = [c for c in config["contexts"] if c["name"] == config["current-context"]]
+    config["users"] = [{"name": AGENT_ACCOUNT, "user": {"token": token}}]
+    ctx["context"]["user"] = AGENT_ACCOUNT
+    config["contexts"] = [ctx]
+    path = folder / "agent-kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
 @contextmanager
 def agent(
-    cluster: LocalCluster, namespace: str, pods: PodProcesses, log: Path
+    kubeconfig: Path, namespace: str, pods: PodProcesses, log: Path
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The agent as a process, with what a pod process gets: the pod network as its HTTP proxy."""
+    """The agent as a process, with what a pod process gets: its own credential only, and the pod
+    network as its HTTP proxy."""
     env = {
         "PATH": os.environ["PATH"],
         "HOME": os.environ.get("HOME", "/tmp"),
-        "KUBECONFIG": str(cluster.kubeconfig),
+        "KUBECONFIG": str(kubeconfig),
         "HTTP_PROXY": pods.network.url,
         "http_proxy": pods.network.url,
         "NO_PROXY": NO_PROXY,
@@ -128,7 +167,8 @@ def test_the_agent_loads_an_adapter_into_a_worker_started_after_the_up(
                 if method == "POST" and where == f"{ip}:9090/v1/loras"
             ]
 
-        with agent(cluster, ns, pods, log) as proc:
+        kubeconfig = least_privilege(harness_kube, cluster, ns, tmp_path)
+        with agent(kubeconfig, ns, pods, log) as proc:
             started = time.monotonic()
             harness_kube.apply(model, manager="e2e")
             ((first, first_ip),) = worker_ips().items()

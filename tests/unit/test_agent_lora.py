@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent
+from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render import lora
 
 BASE = "base/model"
@@ -156,5 +157,23 @@ def test_loads_into_each_ready_endpoint_once_and_again_into_a_new_one() -> None:
         ]
         assert kube.model["metadata"]["finalizers"] == []
         assert "m-uid" not in agent.loaded
+    finally:
+        agent.close()
+
+
+def test_an_api_failure_is_retried_after_the_requeue_delay() -> None:
+    kube = FakeKube()
+    kube.add_pod("w-a")
+
+    def refuse(*_: Any, **__: Any) -> None:
+        raise KubeError("PATCH status: 403 forbidden", 403)
+
+    kube.apply = refuse  # type: ignore[assignment,method-assign]
+    agent = LoraAgent(lambda: kube, http=workers({}, []), requeue_after=3600)  # type: ignore[arg-type,return-value]
+    try:
+        agent.reconcile("ns", "m")
+        # Not remembered as reconciled (its next event is reconciled again), and a retry is waiting.
+        assert "m-uid" not in agent.seen
+        assert ("ns", "m") in agent._timers
     finally:
         agent.close()
