@@ -304,10 +304,10 @@ class PodProcesses:
         env["DYN_TCP_RPC_HOST"] = "127.0.0.1"
         env["HF_HUB_OFFLINE"] = "1"
         env["HOME"] = str(home)
-        for name in ("HTTP_PROXY", "http_proxy"):
-            env[name] = self.network.url
-        for name in ("NO_PROXY", "no_proxy"):
-            env[name] = NO_PROXY
+        for variable in ("HTTP_PROXY", "http_proxy"):
+            env[variable] = self.network.url
+        for variable in ("NO_PROXY", "no_proxy"):
+            env[variable] = NO_PROXY
         env["PATH"] = os.pathsep.join([str(self.runtime_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         kubeconfig = kubelet.kubeconfig()
         if kubeconfig is not None:
