@@ -190,7 +190,11 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     # Pod addresses go through the harness's pod network; loopback (the API server) stays direct.
     assert env["HTTP_PROXY"] == env["http_proxy"] and env["HTTP_PROXY"].startswith("http://127.0.0.1:")
     assert env["NO_PROXY"] == env["no_proxy"] == "127.0.0.1,localhost"
-    assert proc.pod == "g-worker-abc-0" and proc.pod_ip == "10.244.0.7" and proc.container_ports == {9090: proc.ports["system"]}
+    assert (
+        proc.pod == "g-worker-abc-0"
+        and proc.pod_ip == "10.244.0.7"
+        and proc.container_ports == {9090: proc.ports["system"]}
+    )
     assert (cfg / "a.json").read_text() == "{}"
     # The projected service-account volume holds the same bound token (one TokenRequest per pod).
     projected = proc.folder / "volumes" / "kube-api-access-x"
