@@ -8,8 +8,10 @@ import json
 from typing import Any
 
 import httpx
+import kopf
 
-from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent
+from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent, register
+from dynamo_infra.reconcile.connection import Connection
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render import lora
 
@@ -175,5 +177,28 @@ def test_an_api_failure_is_retried_after_the_requeue_delay() -> None:
         # Not remembered as reconciled (its next event is reconciled again), and a retry is waiting.
         assert "m-uid" not in agent.seen
         assert ("ns", "m") in agent._timers
+    finally:
+        agent.close()
+
+
+def test_registered_handlers_are_level_based_watches_only() -> None:
+    """Event handlers only: no create/update/delete handlers, daemons or timers, which would keep kopf's
+    progress, diff base or finalizer in the objects. (kopf's registry has no public listing.)"""
+    registry = kopf.OperatorRegistry()
+    agent = register(registry, connect=lambda: Connection(server="https://127.0.0.1:1"))
+    try:
+        watched = {
+            (h.selector.group, h.selector.version, h.selector.any_name): h.labels
+            for h in registry._watching.get_all_handlers()
+        }
+        assert watched == {
+            ("nvidia.com", "v1alpha1", "dynamomodels"): None,
+            ("discovery.k8s.io", "v1", "endpointslices"): {
+                "nvidia.com/dynamo-base-model-hash": kopf.PRESENT,
+                "dynamo-infra.io/inventory": kopf.PRESENT,
+            },
+        }
+        assert registry._changing.get_all_handlers() == []
+        assert registry._spawning.get_all_handlers() == []
     finally:
         agent.close()
