@@ -1,2 +1,2 @@
-"""The run-time agent: what changes while a graph runs (replicas asked for at run time, records'
-status, LoRA adapters), watched with kopf. Nothing but its command line imports it."""
+"""The run-time agent (`dynamo-infra agent`): carries replica requests from DGDSAs and DGD records to
+the workloads, keeps the records' status live, and loads LoRA adapters. Only its CLI imports it."""

@@ -18,55 +18,38 @@ HTTP requests to the workers honour the standard proxy variables (HTTP_PROXY, NO
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import httpx
 import kopf
 
+from dynamo_infra.agent.errors import named
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.connection import Connection
+from dynamo_infra.reconcile.connection import Connection, from_environment
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render import lora, names
+from dynamo_infra.render.agent import AGENT_NAME
 
 # Field manager of everything the agent writes.
-FIELD_MANAGER = "dynamo-infra-agent"
-# User agent of the agent's API requests.
-USER_AGENT = "dynamo-infra-agent/0.1.0"
+FIELD_MANAGER = AGENT_NAME
+# User agent of the LoRA handlers' API requests.
+USER_AGENT = f"{AGENT_NAME}-lora/0.1.0"
 # Seconds before a model with an endpoint not serving its adapter is reconciled again (the operator's).
 REQUEUE_AFTER_S = 30.0
 # Endpoints asked at once, per request and overall time limits (the operator's).
 MAX_CONCURRENT = 10
 REQUEST_TIMEOUT_S = 15.0
 TOTAL_TIMEOUT_S = 30.0
-# Where a pod finds its service account's token and the cluster's CA (in-cluster login).
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 SLICE_API = ("discovery.k8s.io", "v1", "endpointslices")
 MODEL_API = ("nvidia.com", "v1alpha1", "dynamomodels")
 
 log = logging.getLogger(__name__)
-
-
-def default_connection() -> Connection:
-    """KUBECONFIG when set, else the pod's service account (KUBERNETES_SERVICE_HOST/PORT)."""
-    kubeconfig = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    if kubeconfig:
-        return connection.load(kubeconfig)
-    host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
-    host = f"[{host}]" if ":" in host else host
-    return Connection(
-        server=f"https://{host}:{port}",
-        ca_pem=(SERVICE_ACCOUNT_DIR / "ca.crt").read_bytes(),
-        token=(SERVICE_ACCOUNT_DIR / "token").read_text().strip(),
-    )
 
 
 def now() -> str:
@@ -157,7 +140,9 @@ class LoraAgent:
         try:
             self._reconcile(namespace, name)
         except KubeError as e:
-            log.warning("DynamoModel %s/%s: %s (retrying in %.0fs)", namespace, name, e, self.requeue_after)
+            log.error(
+                "DynamoModel %s/%s: %s (retrying in %.0fs)", namespace, name, named(e), self.requeue_after
+            )
             self.requeue(namespace, name)
 
     def _reconcile(self, namespace: str, name: str) -> None:
@@ -189,6 +174,7 @@ class LoraAgent:
         namespace, name = model["metadata"]["namespace"], model["metadata"]["name"]
         found, services = self.endpoints(kube, model)
         outcomes = self.load(model, found) if found else []
+        found = self.identify(kube, model, found, outcomes)
         status = lora.model_status(model, found, services, outcomes, now=now())
         kube.apply(
             {
@@ -211,15 +197,29 @@ class LoraAgent:
             self.requeue(namespace, name)
 
     def endpoints(self, kube: KubeClient, model: Manifest) -> tuple[list[lora.Candidate], set[str]]:
-        """The pods behind the base model's Services we rendered; for a LoRA model, each identified by
-        its pod (readiness, vLLM prefill fallback group)."""
+        """The pods behind the base model's Services we rendered (ready as their EndpointSlices say)."""
         ns = model["metadata"]["namespace"]
         selector = f"{names.LABEL_BASE_MODEL_HASH}={lora.model_hash(model['spec']['baseModelName'])},{INVENTORY_LABEL}"
         slices = kube.list("discovery.k8s.io/v1", "EndpointSlice", ns, label_selector=selector)
-        found, services = lora.candidates(slices)
-        if lora.is_lora(model):
-            found = [lora.identified(c, kube.get(stub("v1", "Pod", ns, c.pod))) for c in found]
-        return found, services
+        return lora.candidates(slices)
+
+    def identify(
+        self,
+        kube: KubeClient,
+        model: Manifest,
+        found: list[lora.Candidate],
+        outcomes: Sequence[lora.Outcome] | None,
+    ) -> list[lora.Candidate]:
+        """The endpoints that answered "LoRA management not available", identified by their pod (its
+        readiness, and whether it is a vLLM prefill another prefill of its graph may cover), as the
+        operator identifies every endpoint: the only answer where the pod changes the outcome."""
+        if outcomes is None:
+            return found
+        ns = model["metadata"]["namespace"]
+        return [
+            lora.identified(c, kube.get(stub("v1", "Pod", ns, c.pod))) if o.unavailable else c
+            for c, o in zip(found, outcomes, strict=True)
+        ]
 
     def load(self, model: Manifest, found: Sequence[lora.Candidate]) -> list[lora.Outcome] | None:
         """Load the adapter where it is not yet (ready endpoints only); one outcome per candidate. None
@@ -320,7 +320,7 @@ class LoraAgent:
 def register(
     registry: kopf.OperatorRegistry,
     *,
-    connect: Callable[[], Connection] = default_connection,
+    connect: Callable[[], Connection] = from_environment,
     requeue_after: float = REQUEUE_AFTER_S,
 ) -> LoraAgent:
     """Register the DynamoModel and EndpointSlice handlers in `registry`; the agent they drive."""

@@ -42,12 +42,15 @@ VLLM = "vllm"
 # An error body longer than this is cut in status messages (the operator reads at most 64 KiB).
 MAX_ERROR_CHARS = 512
 
-# The agent's permissions for DynamoModels, in each namespace it watches (RBAC PolicyRules): watch the
-# models and their base models' EndpointSlices, read each endpoint's pod, keep the finalizer, write status.
+# The agent's permissions for DynamoModels, in each namespace it watches (RBAC PolicyRules).
 RULES: tuple[Manifest, ...] = (
+    # Watch the DynamoModels, read one before reconciling it, JSON-patch its finalizer in and out.
     {"apiGroups": ["nvidia.com"], "resources": ["dynamomodels"], "verbs": ["get", "list", "watch", "patch"]},
+    # Server-side apply of its status.
     {"apiGroups": ["nvidia.com"], "resources": ["dynamomodels/status"], "verbs": ["patch"]},
+    # Watch and list the base models' EndpointSlices (where the workers are, and when they are ready).
     {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+    # Read the pod of an endpoint that has no LoRA management (a vLLM prefill another may cover?).
     {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
 )
 

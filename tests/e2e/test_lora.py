@@ -22,6 +22,7 @@ import yaml
 
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import lora
+from dynamo_infra.render.agent import AGENT_NAME, agent_objects
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.e2e.test_serving import Serve, conn, serve, wait_until  # noqa: F401 (fixtures)
@@ -30,47 +31,31 @@ from tools.podnet import NO_PROXY
 from tools.podprocs import PodProcesses
 
 WORKER = "MockerWorker"
-# The service account the agent runs as (bound to the agent's LoRA rules only).
-AGENT_ACCOUNT = "dynamo-infra-agent"
 # The graph's base model (its worker's modelRef) and the adapter asked for.
 BASE_MODEL = "tiny-chat"
 ADAPTER = "tiny-chat-lora"
 # What the runtime's system server answers a load when the worker registered no LoRA handler.
 UNAVAILABLE = "LoRA management not available"
-# Seconds the agent waits before asking an endpoint again (the operator waits 30).
-REQUEUE_AFTER_S = 5.0
-# Bounded waits of the test.
-AGENT_TIMEOUT_S = 60.0
+# Bounded waits of the test: kwok marks a new pod ready before its process listens, so the agent's
+# first call to it fails and the next comes after the agent's requeue delay (30 s, the operator's).
+AGENT_TIMEOUT_S = 75.0
 
 
-def least_privilege(kube: KubeClient, cluster: LocalCluster, namespace: str, folder: Path) -> Path:
-    """A kubeconfig holding only the token of a service account bound to the agent's LoRA rules."""
-    meta = {"name": AGENT_ACCOUNT, "namespace": namespace}
-    kube.apply({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta}, manager="e2e")
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "Role",
-        "metadata": meta,
-        "rules": list(lora.RULES),
-    }
-    kube.apply(role, manager="e2e")
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "RoleBinding",
-        "metadata": meta,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AGENT_ACCOUNT},
-        "subjects": [{"kind": "ServiceAccount", "name": AGENT_ACCOUNT, "namespace": namespace}],
-    }
-    kube.apply(binding, manager="e2e")
+def agent_kubeconfig(kube: KubeClient, cluster: LocalCluster, namespace: str, folder: Path) -> Path:
+    """The agent's objects as rendered for this namespace (ServiceAccount, Role, RoleBinding; not its
+    Deployment), and a kubeconfig holding only its ServiceAccount's token, as in its pod."""
+    for obj in agent_objects(namespace, [namespace], "unused"):
+        if obj["kind"] != "Deployment":
+            kube.apply(obj, manager="e2e")
     token = kube.request(
         "POST",
-        f"/api/v1/namespaces/{namespace}/serviceaccounts/{AGENT_ACCOUNT}/token",
+        f"/api/v1/namespaces/{namespace}/serviceaccounts/{AGENT_NAME}/token",
         body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}},
     )["status"]["token"]
     config = yaml.safe_load(cluster.kubeconfig.read_text())
     (ctx,) = [c for c in config["contexts"] if c["name"] == config["current-context"]]
-    config["users"] = [{"name": AGENT_ACCOUNT, "user": {"token": token}}]
-    ctx["context"]["user"] = AGENT_ACCOUNT
+    config["users"] = [{"name": AGENT_NAME, "user": {"token": token}}]
+    ctx["context"]["user"] = AGENT_NAME
     config["contexts"] = [ctx]
     path = folder / "agent-kubeconfig"
     path.write_text(yaml.safe_dump(config))
@@ -92,8 +77,7 @@ def agent(
         "NO_PROXY": NO_PROXY,
         "no_proxy": NO_PROXY,
     }
-    argv = [sys.executable, "-m", "tests.e2e.lora_agent", "--namespace", namespace]
-    argv += ["--requeue-after", str(REQUEUE_AFTER_S)]
+    argv = [sys.executable, "-m", "dynamo_infra.agent", "--namespace", namespace]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -167,7 +151,7 @@ def test_the_agent_loads_an_adapter_into_a_worker_started_after_the_up(
                 if method == "POST" and where == f"{ip}:9090/v1/loras"
             ]
 
-        kubeconfig = least_privilege(harness_kube, cluster, ns, tmp_path)
+        kubeconfig = agent_kubeconfig(harness_kube, cluster, ns, tmp_path)
         with agent(kubeconfig, ns, pods, log) as proc:
             started = time.monotonic()
             harness_kube.apply(model, manager="e2e")
