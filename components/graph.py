@@ -21,10 +21,11 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
-from dynamo_infra.reconcile.kube import object_key
+from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.reconcile.takeover import merged_take_overs
 from dynamo_infra.render import RenderedComponent, RenderedGraph
-from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner
+from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION
+from dynamo_infra.render.replicas import REPLICAS_AGENT, REPLICAS_GRAPH, ReplicaOwner
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
@@ -135,6 +136,14 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             pull_secret_discovery=rendered.pull_secret_discovery,
             observe=observe or None,
             scale=None if replicas_external else scale or None,
+            # A new workload of a component the agent scales (its worker hash changed) starts from the
+            # replicas the planner chose, as the operator's new DCD would.
+            replicas_from={
+                "record": stub(RECORD_API_VERSION, DGD_KIND, graph.namespace, graph.name),
+                "component": rendered.name,
+            }
+            if a.replicas == REPLICAS_AGENT
+            else None,
             await_policy={
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,

@@ -137,16 +137,21 @@ def component_statuses(
     return statuses, workloads
 
 
+def record_replicas(record: Manifest | None) -> dict[str, int]:
+    """The replicas of each component of a live DGD record that sets them ({} when there is none)."""
+    return {
+        str(c["name"]): int(c["replicas"])
+        for c in ((record or {}).get("spec") or {}).get("components") or []
+        if c.get("name") and c.get("replicas") is not None
+    }
+
+
 def kept_replicas(client: KubeClient, ins: RecordsInputs) -> dict[str, int]:
     """The live record's replicas of the components the agent owns (changed at run time by the planner
     or through their adapters): kept over the graph's. Empty before the record exists."""
     owned = {n for n, c in (ins.components or {}).items() if c.get("replicas") == REPLICAS_AGENT}
-    live = client.get(ins.record_stub()) if owned else None
-    return {
-        str(c["name"]): int(c["replicas"])
-        for c in ((live or {}).get("spec") or {}).get("components") or []
-        if c.get("name") in owned and c.get("replicas") is not None
-    }
+    live = record_replicas(client.get(ins.record_stub())) if owned else {}
+    return {n: r for n, r in live.items() if n in owned}
 
 
 def write_status(client: KubeClient, ins: RecordsInputs) -> Manifest:

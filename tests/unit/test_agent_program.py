@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pytest
@@ -15,7 +15,9 @@ from components import Ownership, PlatformArgs, plan_graph, plan_platform
 from components.records import records_props
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import AgentOptions, ClusterOptions
+from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
@@ -263,3 +265,55 @@ def test_the_record_keeps_the_live_replicas_of_agent_owned_components(repo: Path
     by_name = {c["name"]: c.get("replicas") for c in record["spec"]["components"]}
     # The adapter wins for the adapted component; the live record's value for the other.
     assert by_name == {"Frontend": None, "prefill": 3, "decode": 5}
+
+
+class Cluster:
+    """A client holding live objects by key; applies are recorded (field manager included)."""
+
+    def __init__(self, *live: Manifest) -> None:
+        self.live = {object_key(o): o for o in live}
+        self.applied: list[tuple[str | None, Manifest]] = []
+
+    def get(self, obj: Manifest) -> Manifest | None:
+        return self.live.get(object_key(obj))
+
+    def apply(self, obj: Manifest, manager: str | None = None, **_: Any) -> Manifest:
+        self.applied.append((manager, obj))
+        return obj
+
+
+def test_a_new_agent_owned_workload_starts_from_the_records_replicas() -> None:
+    from dynamo_infra.reconcile.provider import WorkloadInputs, live_replicas
+    from dynamo_infra.reconcile.workload import Ownership, apply_objects
+
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w-2", "namespace": "ns"},
+           "spec": {"replicas": 1}}  # fmt: skip
+    live_record = {**stub("nvidia.com/v1beta1", "DynamoGraphDeployment", "ns", "g"),
+                   "spec": {"components": [{"name": "decode", "replicas": 3}, {"name": "Frontend"}]}}  # fmt: skip
+    cluster = Cluster(live_record)
+    source = {"record": stub("nvidia.com/v1beta1", "DynamoGraphDeployment", "ns", "g"), "component": "decode"}
+    ins = WorkloadInputs(replicas_external=True, replicas_from=source)
+    assert live_replicas(cast(Any, cluster), ins) == 3
+    assert (
+        live_replicas(cast(Any, cluster), WorkloadInputs(replicas_external=False, replicas_from=source))
+        is None
+    )
+    other = {**source, "component": "Frontend"}
+    assert (
+        live_replicas(cast(Any, cluster), WorkloadInputs(replicas_external=True, replicas_from=other)) is None
+    )
+    apply_objects(
+        cast(Any, cluster), {object_key(dep): dep}, Ownership(True, initial_replicas=3), lambda _: None
+    )
+    # Created with the record's replicas, handed off at that count; the graph's manifest is not modified.
+    assert [(m, o["spec"]["replicas"]) for m, o in cluster.applied] == [
+        (None, 3),
+        ("dynamo-infra-replicas-handoff", 3),
+    ]
+    assert dep["spec"]["replicas"] == 1
+    # An existing workload keeps its live replicas: they are left out of the apply.
+    cluster = Cluster({**dep, "spec": {"replicas": 5}})
+    apply_objects(
+        cast(Any, cluster), {object_key(dep): dep}, Ownership(True, initial_replicas=3), lambda _: None
+    )
+    assert [o["spec"] for _, o in cluster.applied] == [{}]
