@@ -16,6 +16,9 @@ import yaml
 
 from dynamo_infra.errors import DynamoInfraError
 
+# Where a pod's service-account token and the cluster's CA are mounted (in-cluster configuration).
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
 
 class KubeconfigError(DynamoInfraError, ValueError):
     """The kubeconfig cannot be used; the message never contains credential values."""
@@ -152,3 +155,26 @@ def load(source: str, context: str | None = None) -> Connection:
         except OSError as e:
             raise KubeconfigError(f"cannot read kubeconfig {path}: {e.strerror}") from e
     return parse(source, context)
+
+
+def in_cluster(env: dict[str, str] | None = None, account_dir: Path = SERVICE_ACCOUNT_DIR) -> Connection:
+    """The pod's own connection: the API server from KUBERNETES_SERVICE_HOST/PORT, its service-account
+    token and the cluster CA as mounted (read now: call again after a 401, the kubelet rotates the token)."""
+    env = dict(os.environ) if env is None else env
+    host, port = env.get("KUBERNETES_SERVICE_HOST"), env.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise KubeconfigError("not in a cluster: KUBERNETES_SERVICE_HOST/PORT are not set, and no KUBECONFIG")
+    try:
+        token = (account_dir / "token").read_text().strip()
+        ca = (account_dir / "ca.crt").read_bytes()
+    except OSError as e:
+        raise KubeconfigError(f"in-cluster credentials: cannot read {e.filename}: {e.strerror}") from e
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
+    return Connection(server=server, ca_pem=ca, token=token, context="in-cluster")
+
+
+def from_environment(env: dict[str, str] | None = None) -> Connection:
+    """$KUBECONFIG's first file (current context) when set, else the in-cluster configuration."""
+    env = dict(os.environ) if env is None else env
+    path = next((p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p), "")
+    return load(path) if path else in_cluster(env)

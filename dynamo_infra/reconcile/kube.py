@@ -32,12 +32,22 @@ class KubeError(DynamoInfraError):
     """An API request failed. `status` is the HTTP status (0 when the server was unreachable)."""
 
     def __init__(
-        self, message: str, status: int = 0, reason: str = "", details: Manifest | None = None
+        self,
+        message: str,
+        status: int = 0,
+        reason: str = "",
+        details: Manifest | None = None,
+        *,
+        method: str = "",
+        path: str = "",
     ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.details = details or {}
+        # The request that failed (empty when the failure is not one request's).
+        self.method = method
+        self.path = path
 
 
 class NotFound(KubeError):
@@ -139,10 +149,10 @@ class KubeClient:
         details = payload.get("details") or {}
         err = f"{method} {path}: {resp.status_code} {reason}: {message}"
         if resp.status_code == 404:
-            raise NotFound(err, 404, reason, details)
+            raise NotFound(err, 404, reason, details, method=method, path=path)
         if resp.status_code == 409 and method == "PATCH":
-            raise Conflict(err, 409, reason, details)
-        raise KubeError(err, resp.status_code, reason, details)
+            raise Conflict(err, 409, reason, details, method=method, path=path)
+        raise KubeError(err, resp.status_code, reason, details, method=method, path=path)
 
     # --- discovery ------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from pulumi.output import Unknown
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_timeout, log
 from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
 from dynamo_infra.reconcile.records_provider import record_replicas
 from dynamo_infra.reconcile.takeover import OperatorGraph, merged_take_overs, take_over
@@ -30,7 +31,6 @@ from dynamo_infra.reconcile.workload import (
     apply_objects,
     await_ready,
     delete_objects,
-    observed_status,
     project,
     prune,
     read_live,

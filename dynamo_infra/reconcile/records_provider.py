@@ -18,7 +18,6 @@ every v1beta1 write once the operator is gone; the graph then runs without recor
 from __future__ import annotations
 
 import dataclasses
-import datetime
 from typing import Any
 
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, UpdateResult
@@ -26,6 +25,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ReadResult, UpdateResult
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, log
 from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
+from dynamo_infra.reconcile.observe import component_statuses, record_status
 from dynamo_infra.reconcile.ownership import (
     ForeignObject,
     foreign_owner,
@@ -43,7 +43,7 @@ from dynamo_infra.reconcile.takeover import (
     take_over,
     written_by_operator,
 )
-from dynamo_infra.reconcile.workload import Ownership, apply_objects, delete_objects, observed_status, prune
+from dynamo_infra.reconcile.workload import Ownership, apply_objects, delete_objects, prune
 from dynamo_infra.render.records import (
     COMPONENTS_ANNOTATION,
     DGD_KIND,
@@ -55,13 +55,10 @@ from dynamo_infra.render.records import (
     graph_record_status,
 )
 from dynamo_infra.render.replicas import REPLICAS_AGENT
-from dynamo_infra.render.status import ComponentStatus
 
 # The inventory "component" of a graph's records (not a valid component name: no clash with one).
 RECORDS_COMPONENT = "#records"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
-# Condition times as metav1.Time writes them.
-RFC3339 = "%Y-%m-%dT%H:%M:%SZ"
 # The CRDs the records need, each storing the records' version.
 RECORD_CRDS = {
     DGD_KIND: "dynamographdeployments.nvidia.com",
@@ -123,20 +120,6 @@ class RecordsInputs(Inputs):
         return stub(RECORD_API_VERSION, DGD_KIND, self.namespace, self.graph)
 
 
-def component_statuses(
-    client: KubeClient, components: dict[str, Manifest]
-) -> tuple[dict[str, ComponentStatus], dict[str, Manifest | None]]:
-    """Each component's status and live workload, from the objects it watches."""
-    statuses: dict[str, ComponentStatus] = {}
-    workloads: dict[str, Manifest | None] = {}
-    for name, c in components.items():
-        watch: dict[str, Manifest] = c.get("watch") or {}
-        live = {k: client.get(o) for k, o in watch.items()}
-        statuses[name] = observed_status(live)
-        workloads[name] = live.get(str(c.get("workload") or ""))
-    return statuses, workloads
-
-
 def record_replicas(record: Manifest | None) -> dict[str, int]:
     """The replicas of each component of a live DGD record that sets them ({} when there is none)."""
     return {
@@ -156,13 +139,8 @@ def kept_replicas(client: KubeClient, ins: RecordsInputs) -> dict[str, int]:
 
 def write_status(client: KubeClient, ins: RecordsInputs) -> Manifest:
     """The DGD's and DGDSAs' status from the live workloads, written through their status subresource."""
-    components = dict(ins.components or {})
-    statuses, workloads = component_statuses(client, components)
-    spaces = {n: str(c["runtimeNamespace"]) for n, c in components.items() if c.get("runtimeNamespace")}
     live = client.get(ins.record_stub())
-    generation = int((live or {}).get("metadata", {}).get("generation", 0)) or None
-    now = datetime.datetime.now(datetime.UTC).strftime(RFC3339)
-    status = graph_record_status(statuses, workloads, spaces, generation, (live or {}).get("status"), now)
+    status = record_status(client, dict(ins.components or {}), live)
     if live is not None:
         client.apply({**ins.record_stub(), "status": status}, subresource="status")
     for adapter in (ins.adapters or {}).values():

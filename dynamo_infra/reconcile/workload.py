@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, object_key, stub
+from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
-from dynamo_infra.render.status import ComponentStatus, component_status
+from dynamo_infra.render.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
-# Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
-REASON_NOT_CREATED = "NotCreated"
 
 Log = Callable[[str], None]
 
@@ -141,21 +140,6 @@ def _stub(key: str) -> Manifest:
 
 def read_live(client: KubeClient, keys: list[str], known: dict[str, Manifest]) -> dict[str, Manifest | None]:
     return {k: client.get(known.get(k) or _stub(k)) for k in keys}
-
-
-def observed_status(live: dict[str, Manifest | None]) -> ComponentStatus:
-    """Status from what exists; an object not created yet (Grove's PodClique, say) is not ready."""
-    status = component_status([o for o in live.values() if o is not None])
-    missing = [k for k, o in live.items() if o is None]
-    if not missing:
-        return status
-    note = "; ".join(f"{k} does not exist yet" for k in missing)
-    return replace(
-        status,
-        ready=False,
-        reason=REASON_NOT_CREATED if status.ready else status.reason,
-        message="; ".join(m for m in (status.message, note) if m),
-    )
 
 
 def await_ready(

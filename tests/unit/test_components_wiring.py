@@ -93,7 +93,9 @@ def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: 
     with pytest.raises(TypeError, match=r"PersistentVolumeClaim: .*claim_name"):
         PersistentVolumeClaim("y", kubeconfig="kc", namespace="ns")
     # Keywords build the same inputs as the Args.
-    PersistentVolumeClaim("pvc2", kubeconfig="kc", namespace="ns", claim_name="c", delete_on_destroy=True)
+    pvc2 = PersistentVolumeClaim(
+        "pvc2", kubeconfig="kc", namespace="ns", claim_name="c", delete_on_destroy=True
+    )
 
     def check(_: Any) -> None:
         by_name = {r.name: r.inputs for r in mocks.resources}
@@ -112,5 +114,6 @@ def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: 
         ]
 
     # The component resources' children (their dynamic workloads) are registered by then too.
+    # pvc2 is awaited too: the mocks record a resource only once its registration has run.
     children = [made[0].workload.urn, made[3].workload.urn]  # type: ignore[attr-defined]
-    return pulumi.Output.all(*(r.urn for r in made), *children).apply(check)
+    return pulumi.Output.all(*(r.urn for r in [*made, pvc2]), *children).apply(check)

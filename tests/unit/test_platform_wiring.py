@@ -11,7 +11,7 @@ import pulumi
 import pytest
 import yaml
 
-from dynamo_infra.reconcile.workload import REASON_NOT_CREATED, observed_status
+from dynamo_infra.reconcile.observe import REASON_NOT_CREATED, observed_status
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
 

@@ -1,0 +1,8 @@
+"""`python -m dynamo_infra.agent --namespace NS ...`: the same as `dynamo-infra agent ...`."""
+
+import sys
+
+from dynamo_infra.agent.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main(["agent", *sys.argv[1:]]))
