@@ -317,3 +317,26 @@ def test_a_new_agent_owned_workload_starts_from_the_records_replicas() -> None:
         cast(Any, cluster), {object_key(dep): dep}, Ownership(True, initial_replicas=3), lambda _: None
     )
     assert [o["spec"] for _, o in cluster.applied] == [{}]
+
+
+def test_the_agent_reads_the_annotation_the_records_write() -> None:
+    from dynamo_infra.agent.status import components_of, recorded
+
+    dgd = planner_graph()
+    plan = plan_graph("g", dgd, namespace="ns", agent=True)
+    props = records_props(dgd, plan.rendered, {c.rendered.name: c.replicas for c in plan.components})
+    annotations = {COMPONENTS_ANNOTATION: components_annotation(props["components"])}
+    record = {"metadata": {"name": "g", "namespace": "ns", "annotations": annotations}}
+    assert recorded(record)
+    read = components_of(record)
+    assert {n: c.replicas for n, c in read.items()} == {
+        "Frontend": "graph",
+        "prefill": "agent",
+        "decode": "agent",
+        "Planner": "graph",
+    }
+    decode = read["decode"]
+    assert decode.scale_target is not None and decode.workload.endswith(
+        decode.scale_target["metadata"]["name"]
+    )
+    assert decode.scale_target["metadata"]["namespace"] == "ns" and decode.runtime_namespace
