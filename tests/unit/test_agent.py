@@ -14,11 +14,12 @@ from dynamo_infra.agent.app import Api, Graphs, register, settings
 from dynamo_infra.agent.cli import parser
 from dynamo_infra.agent.errors import Forbidden, named, request_rule
 from dynamo_infra.agent.scale import adapter_changes, scale_requests
-from dynamo_infra.agent.status import COMPONENTS_ANNOTATION, RecordError, components_of, recorded
+from dynamo_infra.agent.status import RecordError, components_of, recorded
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import KubeconfigError, from_environment, in_cluster
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects
+from dynamo_infra.render.records import COMPONENTS_ANNOTATION
 
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "g-worker"}
 
