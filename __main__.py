@@ -34,9 +34,12 @@ try:
         options.namespace,
         f"{pulumi.get_project()}/{pulumi.get_stack()}",
         mpi_ssh_secret_name=options.mpi.ssh_secret_name,
+        agent_namespace=stack.agent.namespace_in(options) if stack.agent else None,
     )
 except (KubeError, ValueError) as e:
     fail(f"{stack.kubeconfig_key}: cannot read namespace {options.namespace} or the Dynamo CRDs: {e}")
+if ownership.agent_blocked:
+    fail(f"dynamo-infra:agent: {ownership.agent_blocked}")
 # As the operator copies its MPI SSH key secret into a graph namespace with multinode graphs.
 mpi = options.mpi
 mpi_ssh_secret = None
@@ -69,6 +72,9 @@ platform = Platform(
         epp=stack.has_epp(),
         mpi_ssh_secret=mpi_ssh_secret,
         mpi_ssh_secret_name=mpi.ssh_secret_name,
+        agent=stack.agent,
+        # Where workloads are not awaited (no kubelets), neither is the agent.
+        agent_await=options.await_policy.mode != "skip",
     ),
     provider=provider,
 )
@@ -85,6 +91,7 @@ for dgd in stack.graphs:
             namespace=options.namespace,
             delete_pvcs_on_destroy=stack.delete_pvcs_on_destroy,
             autoscalers=stack.autoscalers.get(dgd.name),
+            agent=stack.agent is not None,
             opts=pulumi.ResourceOptions(depends_on=[platform]),
         )
     except DynamoValidationError as e:

@@ -21,9 +21,11 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
-from dynamo_infra.reconcile.kube import object_key
+from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.reconcile.takeover import merged_take_overs
 from dynamo_infra.render import RenderedComponent, RenderedGraph
+from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION
+from dynamo_infra.render.replicas import REPLICAS_AGENT, REPLICAS_GRAPH, ReplicaOwner
 from dynamo_infra.render.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
@@ -67,13 +69,16 @@ class DynamoComponentDeploymentArgs:
     objects: pulumi.Input[list[Manifest]] | None = None
     # Whether it waits for its checkpoint (reported in its status).
     waiting: pulumi.Input[bool] | None = None
+    # Who owns its replicas at run time: all but the graph get them written at creation only.
+    replicas: ReplicaOwner = REPLICAS_GRAPH
 
 
 class DynamoComponentDeployment(pulumi.ComponentResource):
     """One component of a graph: its workload, Service and the rest, reconciled as one unit.
 
     `objects` and `waiting` override the rendering's when they depend on the component's checkpoint
-    (rendered again once its readiness is known).
+    (rendered again once its readiness is known). `replicas` names the owner of its replicas at run
+    time (`render.replicas`; a scaling adapter or legacy HPA hands them over whatever it says).
     """
 
     status: pulumi.Output[dict[str, Any]]
@@ -89,6 +94,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         options: ClusterOptions | None = None,
         objects: pulumi.Input[list[Manifest]] | None = None,
         waiting: pulumi.Input[bool] | None = None,
+        replicas: ReplicaOwner | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         a = args_of(
@@ -102,13 +108,14 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
                 "options": options,
                 "objects": objects,
                 "waiting": waiting,
+                "replicas": replicas,
             },
         )
         rendered, graph, options, objects, waiting = a.rendered, a.graph, a.options, a.objects, a.waiting
         kubeconfig, context = a.kubeconfig, a.context
         super().__init__(COMPONENT_TYPE, name, None, opts)
         self.rendered = rendered
-        replicas_external = rendered.scaling_adapter or rendered.autoscaled
+        replicas_external = rendered.scaling_adapter or rendered.autoscaled or a.replicas != REPLICAS_GRAPH
         target = rendered.scale_target
         observe = [observed(target, graph.namespace)] if target else []
         # Grove: the component's replicas go to its PodClique / scaling group, as the operator does.
@@ -129,6 +136,14 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             pull_secret_discovery=rendered.pull_secret_discovery,
             observe=observe or None,
             scale=None if replicas_external else scale or None,
+            # A new workload of a component the agent scales (its worker hash changed) starts from the
+            # replicas the planner chose, as the operator's new DCD would.
+            replicas_from={
+                "record": stub(RECORD_API_VERSION, DGD_KIND, graph.namespace, graph.name),
+                "component": rendered.name,
+            }
+            if a.replicas == REPLICAS_AGENT
+            else None,
             await_policy={
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,
@@ -158,6 +173,9 @@ class DynamoGraphDeploymentArgs:
     delete_pvcs_on_destroy: bool = False
     # Per component: the autoscaler that owns its replicas (the component must set scalingAdapter).
     autoscalers: Mapping[str, Autoscaler] | None = None
+    # Whether the dynamo-infra agent runs for the graph's namespace (it owns planner-scaled and
+    # adapted replicas at run time).
+    agent: bool = False
 
 
 def graph_args(
@@ -206,15 +224,17 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     cluster with live status (README "The graph's records"). Claims the graph creates survive `pulumi
     destroy` unless `delete_pvcs_on_destroy` is set.
 
+    With `agent` (the dynamo-infra agent runs for its namespace), replicas the planner or a scaling
+    adapter changes at run time are written at creation only (`render.replicas`); without it, a
+    planner that needs the operator's services is deployed with a warning saying what will not work.
+
     Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a
     `Checkpoint` first; their objects are rendered from its readiness, so `Immediate` components
     start at once and `WaitForCheckpoint` ones start restore-wired once the capture is Ready.
     Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
 
     What it creates is `plan_graph`'s plan (see there), which raises AdmissionDenied for a graph the
-    operator's validating webhook would deny with these options, and DynamoValidationError for one
-    with components that need what only the operator serves (a planner in its kubernetes
-    environment). Its child `<name>-admission` keeps the graph as written, so that a later change the
+    operator's validating webhook would deny with these options. Its child `<name>-admission` keeps the graph as written, so that a later change the
     webhook would deny fails the preview; the webhook's warnings are logged.
     """
 
@@ -235,6 +255,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         namespace: str | None = None,
         delete_pvcs_on_destroy: bool = False,
         autoscalers: Mapping[str, Autoscaler] | None = None,
+        agent: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         args = graph_args(
@@ -245,6 +266,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             namespace=namespace,
             delete_pvcs_on_destroy=delete_pvcs_on_destroy,
             autoscalers=autoscalers,
+            agent=agent,
         )
         super().__init__(GRAPH_TYPE, name, None, opts)
         self.plan: GraphPlan = plan_graph(
@@ -254,10 +276,13 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             args.namespace,
             delete_pvcs_on_destroy=args.delete_pvcs_on_destroy,
             autoscalers=args.autoscalers,
+            agent=args.agent,
         )
         plan = self.plan
         for warning in plan.warnings:
             pulumi.log.warn(f"admission: {warning}", resource=self)
+        for warning in plan.unserved:
+            pulumi.log.warn(f"graph {name}: {warning}", resource=self)
         self.rendered = plan.rendered
         self._kubeconfig, self._context = args.kubeconfig, args.context
         # The graph rendered again per set of checkpoints whose readiness it depends on.
@@ -333,6 +358,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 if own and c.rerender_objects
                 else None,
                 waiting=own.apply(functools.partial(waiting_of, c.rendered.name)) if own else None,
+                replicas=c.replicas,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
         self.scaling_adapters = {
@@ -354,6 +380,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             context=args.context,
             dgd=plan.dgd,
             rendered=plan.rendered,
+            replicas={c.rendered.name: c.replicas for c in plan.components},
             opts=pulumi.ResourceOptions(
                 parent=self, depends_on=[*self.components.values(), *self.scaling_adapters.values()]
             ),

@@ -21,6 +21,7 @@ from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
 from dynamo_infra.render.admission import review_graph
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.preflight import unmet_needs
+from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner, replica_owners
 
 # A ComponentWorkload's `await` input: {"mode": "wait"|"skip", "timeoutSeconds": int}.
 AwaitPolicy = dict[str, Any]
@@ -63,12 +64,14 @@ class CheckpointPlan:
 @dataclass(frozen=True)
 class ComponentPlan:
     """A DynamoComponentDeployment. With `checkpoints`, its status (and, unless the PodCliqueSet holds its
-    pods, its objects: `rerender_objects`) come from the graph rendered again with their readiness."""
+    pods, its objects: `rerender_objects`) come from the graph rendered again with their readiness.
+    `replicas`: who owns its replicas at run time (`render.replicas`)."""
 
     name: str
     rendered: RenderedComponent
     checkpoints: tuple[str, ...] = ()
     rerender_objects: bool = False
+    replicas: ReplicaOwner = REPLICAS_GRAPH
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ class GraphPlan:
     admitted: bool = False
     # What the operator's validating webhook would warn about the graph (logged, never fatal).
     warnings: tuple[str, ...] = ()
+    # What of the graph will not work without the dynamo-infra agent (logged as warnings).
+    unserved: tuple[str, ...] = ()
 
     def rendered_with(self, ready: Mapping[str, bool]) -> RenderedGraph:
         """The graph rendered again with the observed readiness of some components' checkpoints."""
@@ -140,19 +145,20 @@ def plan_graph(
     delete_pvcs_on_destroy: bool = False,
     autoscalers: Mapping[str, Autoscaler] | None = None,
     admission: bool | None = None,
+    agent: bool = False,
 ) -> GraphPlan:
     """The plan of graph `name`. AdmissionDenied for a graph the operator's validating webhook would
     deny with these cluster options (`render.admission`; unless `admission` is False, by default
-    `options.admission.enabled`); DynamoValidationError for one that cannot run without the operator
-    (`render.preflight`) or autoscalers of components that do not hand their replicas over."""
+    `options.admission.enabled`); DynamoValidationError for autoscalers of components that do not
+    hand their replicas over. Components that need what only the operator served at run time
+    (`render.preflight`: a planner) need the dynamo-infra `agent`: without it, `unserved` says what
+    will not work."""
     options = options or ClusterOptions()
     admitting = options.admission.enabled if admission is None else admission
     dgd = load_graph(graph, admission=admitting)
     review = review_graph(dgd, options, namespace) if admitting else Review()
     review.raise_denied()
-    unmet = unmet_needs(dgd)
-    if unmet:
-        raise DynamoValidationError(unmet)
+    unserved = () if agent else tuple(str(p) for p in unmet_needs(dgd))
     rendered = render_graph(dgd, options, namespace)
     awaited = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
     # Objects of the graph as a whole are applied, never awaited.
@@ -191,20 +197,22 @@ def plan_graph(
         if rendered.workloads
         else None
     )
+    scaling = tuple(
+        ScalingPlan(f"{name}-{component.lower()}-scaling", component, spec)
+        for component, spec in checked_autoscalers(rendered, autoscalers or {}).items()
+    )
+    owners = replica_owners(dgd, rendered, {s.component for s in scaling}, agent=agent)
     components = tuple(
-        ComponentPlan(f"{name}-{c.name.lower()}", c)
+        ComponentPlan(f"{name}-{c.name.lower()}", c, replicas=owners[c.name])
         if c.name not in every_checkpoint
         else ComponentPlan(
             f"{name}-{c.name.lower()}",
             c,
             checkpoints=every_checkpoint if podcliqueset else (c.name,),
             rerender_objects=podcliqueset is None,
+            replicas=owners[c.name],
         )
         for c in rendered.components.values()
-    )
-    scaling = tuple(
-        ScalingPlan(f"{name}-{component.lower()}-scaling", component, spec)
-        for component, spec in checked_autoscalers(rendered, autoscalers or {}).items()
     )
     return GraphPlan(
         dgd,
@@ -219,4 +227,5 @@ def plan_graph(
         scaling,
         admitting,
         review.warnings,
+        unserved,
     )

@@ -3,7 +3,7 @@ resources, created as `plan_platform` plans them; `read_ownership` reads what th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pulumi
@@ -13,6 +13,7 @@ from components.namespace_objects import PLATFORM_ACCOUNTS, PLATFORM_CLUSTER_ROL
 from components.platform_plan import (
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
+    OWNER_ANNOTATION,
     Alias,
     Ownership,
     PlatformArgs,
@@ -24,11 +25,19 @@ from components.platform_plan import (
     plan_platform,
 )
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET
+from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient
+from dynamo_infra.render.agent import AGENT_NAME
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
+# The pulumi-kubernetes resource of each kind of the agent's objects.
+AGENT_RESOURCES: dict[str, Callable[..., pulumi.Resource]] = {
+    "ServiceAccount": k8s.core.v1.ServiceAccount,
+    "Deployment": k8s.apps.v1.Deployment,
+    "Role": k8s.rbac.v1.Role,
+    "RoleBinding": k8s.rbac.v1.RoleBinding,
+}
 
 
 def _in_namespace(kind: str, name: str, namespace: str) -> dict[str, object]:
@@ -42,9 +51,10 @@ def read_ownership(
     stack: str,
     crd_dir: Path = DEFAULT_CRD_DIR,
     mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET,
+    agent_namespace: str | None = None,
 ) -> Ownership:
     """Ownership from the cluster as it is when the program runs (a few GETs; CRDs' and ClusterRoles'
-    metadata only)."""
+    metadata only). With `agent_namespace`, whether the agent can run there."""
     with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
         live_ns = client.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
@@ -62,9 +72,34 @@ def read_ownership(
             for role in sorted(PLATFORM_CLUSTER_ROLES)
         }
         mpi = ours("Secret", mpi_ssh_secret_name)
+        blocked = agent_blocked(client, agent_namespace, namespace, stack) if agent_namespace else ""
     foreign = {name: owner for name, owner in owners.items() if owner is not None}
     foreign_roles = {name: owner for name, owner in role_owners.items() if owner is not None}
-    return Ownership(stack, owned_by(live_ns, stack), accounts, foreign, foreign_roles, mpi)
+    return Ownership(stack, owned_by(live_ns, stack), accounts, foreign, foreign_roles, mpi, blocked)
+
+
+def agent_blocked(client: KubeClient, agent_namespace: str, namespace: str, stack: str) -> str:
+    """Why the stack cannot run its agent in `agent_namespace` ("" when it can): that namespace (not
+    the graphs', which the platform creates) does not exist, or another's agent Deployment is there."""
+    if (
+        agent_namespace != namespace
+        and client.get_metadata(
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": agent_namespace}}
+        )
+        is None
+    ):
+        return f"namespace {agent_namespace} does not exist (create it, or leave the agent's namespace out)"
+    live = client.get_metadata(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": AGENT_NAME, "namespace": agent_namespace},
+        }
+    )
+    if live is not None and not owned_by(live, stack):
+        owner = ((live.get("metadata") or {}).get("annotations") or {}).get(OWNER_ANNOTATION, "another tool")
+        return f"Deployment {agent_namespace}/{AGENT_NAME} exists and belongs to {owner}"
+    return ""
 
 
 def read_mpi_ssh_secret(kubeconfig: str, context: str | None, namespace: str, name: str) -> Manifest | None:
@@ -86,8 +121,8 @@ def aliases_of(aliases: tuple[Alias, ...]) -> list[pulumi.Alias]:
 
 class Platform(pulumi.ComponentResource):
     """Namespace, planner/EPP service accounts bound to their ClusterRoles, the MPI SSH key copy, the
-    Dynamo CRDs, and optionally third-party CRDs and the DRA DeviceClass, through `provider`; inputs
-    as PlatformArgs or its keyword arguments (see there).
+    Dynamo CRDs, and optionally third-party CRDs, the DRA DeviceClass and the dynamo-infra agent,
+    through `provider`; inputs as PlatformArgs or its keyword arguments (see there).
 
     Children are named `<name>-<object>`: two platforms coexist in one program.
     """
@@ -107,6 +142,8 @@ class Platform(pulumi.ComponentResource):
         epp: bool = False,
         mpi_ssh_secret: Manifest | None = None,
         mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET,
+        agent: AgentOptions | None = None,
+        agent_await: bool = True,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if args is None:
@@ -122,6 +159,8 @@ class Platform(pulumi.ComponentResource):
                 epp,
                 mpi_ssh_secret,
                 mpi_ssh_secret_name,
+                agent,
+                agent_await,
             )
         super().__init__(PLATFORM_TYPE, name, None, opts)
         self.plan: PlatformPlan = plan_platform(name, args)
@@ -207,4 +246,16 @@ class Platform(pulumi.ComponentResource):
             if plan.mpi_ssh_secret
             else None
         )
+        # The agent: account and Role(s) first, then the Deployment that runs as that account.
+        self.agent: list[pulumi.Resource] = []
+        for kind in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
+            for o in (o for o in plan.agent if o.kind == kind):
+                self.agent.append(
+                    AGENT_RESOURCES[kind](
+                        o.name,
+                        metadata=o.metadata,
+                        **o.inputs,
+                        opts=with_aliases((), depends_on=[*in_ns, *self.agent]),
+                    )
+                )
         self.register_outputs(plan.outputs)

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from components.agent_plan import AgentObjectPlan, plan_agent
 from components.namespace_objects import (
     PLATFORM_ACCOUNTS,
     PLATFORM_ROLES,
@@ -39,7 +40,7 @@ from components.namespace_objects import (
     operator_rbac_labels,
 )
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET
+from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
@@ -227,6 +228,9 @@ class Ownership:
     foreign_cluster_roles: Mapping[str, str] = field(default_factory=dict)
     # Whether the namespace's MPI SSH key secret is the stack's to create (absent, or its own).
     mpi_ssh_secret: bool = True
+    # Why the stack cannot deploy the agent ("" when it can): its namespace is missing, or an agent
+    # of someone else's runs there.
+    agent_blocked: str = ""
 
 
 def device_class_manifest(name: str) -> dict[str, Any]:
@@ -252,7 +256,8 @@ class PlatformArgs:
     the DeviceClass to create (None: none). As the operator does per graph namespace: the planner
     account always, the EPP account when `epp` (a graph has an EPP component), and when
     `mpi_ssh_secret` (the source Secret's `type` and `data`, for graphs with multinode components) a
-    copy of it named `mpi_ssh_secret_name`.
+    copy of it named `mpi_ssh_secret_name`. With `agent`, the dynamo-infra agent (`agent_await`: its
+    Deployment is awaited).
     """
 
     namespace: str
@@ -264,6 +269,8 @@ class PlatformArgs:
     epp: bool = False
     mpi_ssh_secret: Manifest | None = None
     mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET
+    agent: AgentOptions | None = None
+    agent_await: bool = True
 
 
 @dataclass(frozen=True)
@@ -326,6 +333,8 @@ class PlatformPlan:
     # What the `up` says about Dynamo CRDs another tool installed.
     messages: tuple[str, ...]
     outputs: Manifest
+    # The dynamo-infra agent's objects (none without the agent).
+    agent: tuple[AgentObjectPlan, ...] = ()
 
 
 def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
@@ -422,6 +431,13 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         f"ClusterRole {role} exists, {who}: used as it is (never applied nor deleted by this stack)"
         for role, who in sorted(ownership.foreign_cluster_roles.items())
     )
+    agent = (
+        plan_agent(
+            name, args.namespace, args.agent, MANAGED_BY, owner["annotations"], await_ready=args.agent_await
+        )
+        if args.agent
+        else ()
+    )
     outputs = {
         "namespace": args.namespace,
         "namespaceOwned": namespace is not None,
@@ -429,6 +445,8 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         "crdsUsedAsTheyAre": sorted(ownership.foreign_crds),
         "deviceClass": args.device_class,
     }
+    if args.agent:
+        outputs["agent"] = {"image": args.agent.image, "namespace": args.agent.namespace or args.namespace}
     return PlatformPlan(
         namespace,
         args.keep_namespace,
@@ -439,4 +457,5 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         mpi_ssh_secret,
         messages,
         outputs,
+        agent,
     )

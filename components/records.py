@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -13,13 +15,18 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 from dynamo_infra.render import RenderedComponent, RenderedGraph
+from dynamo_infra.render.autoscaling import scale_target
 from dynamo_infra.render.records import adapter_record, runtime_namespace
+from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner
 from dynamo_infra.render.status import READINESS
 
 
-def watched(component: RenderedComponent, namespace: str) -> Manifest:
+def watched(
+    component: RenderedComponent, namespace: str, replicas: ReplicaOwner = REPLICAS_GRAPH
+) -> Manifest:
     """What decides a component's status: its objects (and Grove's PodClique or scaling group), the
-    workload among them, and its pods' Dynamo namespace."""
+    workload among them, and its pods' Dynamo namespace; the object whose scale subresource carries its
+    replicas (`scaleTarget`, absent when none) and who owns them (`replicas`)."""
     objects = [stub(o["apiVersion"], o["kind"], namespace, o["metadata"]["name"]) for o in component.objects]
     target = component.scale_target
     if target:
@@ -32,24 +39,38 @@ def watched(component: RenderedComponent, namespace: str) -> Manifest:
     space = runtime_namespace(component.objects)
     if space:
         out["runtimeNamespace"] = space
+    # Absent when nothing of the component has a scale subresource.
+    with contextlib.suppress(ValueError):
+        out["scaleTarget"] = scale_target(component.objects, component.scale_target)
+    out["replicas"] = replicas
     return out
 
 
-def records_props(dgd: AnyDGD, rendered: RenderedGraph) -> dict[str, Any]:
-    """The records' inputs: the graph as written in the hub version, its adapters, what to watch."""
+def records_props(
+    dgd: AnyDGD, rendered: RenderedGraph, replicas: Mapping[str, ReplicaOwner] | None = None
+) -> dict[str, Any]:
+    """The records' inputs: the graph as written in the hub version, its adapters, what to watch and
+    who owns each component's replicas (`replicas`, by component; default the graph)."""
+    owners = replicas or {}
     return {
         "namespace": rendered.namespace,
         "graph": rendered.name,
         "dgd": to_hub(dgd).to_manifest(),
         "annotations": dict(rendered.annotations),
         "adapters": {n: adapter_record(c.adapter) for n, c in rendered.components.items() if c.adapter},
-        "components": {n: watched(c, rendered.namespace) for n, c in rendered.components.items()},
+        "components": {
+            n: watched(c, rendered.namespace, owners.get(n, REPLICAS_GRAPH))
+            for n, c in rendered.components.items()
+        },
     }
 
 
 class GraphRecords(TakingOverResource):
     """The graph's DGD (v1beta1, as written) and one DGDSA per adapted component, where the platform's
     Dynamo CRDs are installed; their status is written on every create, update and refresh.
+
+    The DGD carries the annotation `dynamo-infra.io/components` the dynamo-infra agent reads; the
+    replicas of components the agent owns (`replicas`) are the live record's once it exists.
 
     Outputs: `status` (the DGD status), `recorded` ("" when the records are in the cluster, else why
     not), `taken_over` (the operator's DGD or DGDSAs adopted).
@@ -66,12 +87,13 @@ class GraphRecords(TakingOverResource):
         context: str | None,
         dgd: AnyDGD,
         rendered: RenderedGraph,
+        replicas: Mapping[str, ReplicaOwner] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
             "kubeconfig": pulumi.Output.secret(kubeconfig),
             "context": context or "",
-            **records_props(dgd, rendered),
+            **records_props(dgd, rendered, replicas),
             "status": None,
             "recorded": None,
             "inventory": None,

@@ -23,6 +23,8 @@ class ComponentWorkload(TakingOverResource):
     `observe` names objects another controller creates for this one (read for status; never written
     but for `scale`: their replicas, set through the scale subresource unless `replicas_external`).
     `objects` may be an Output (a component rendered once its checkpoint's readiness is known).
+    `replicas_from` (`{record, component}`): a workload with external replicas is created with the
+    component's replicas in that live DGD record (a new workload of a component the planner scaled).
     """
 
     status: pulumi.Output[dict[str, Any]]
@@ -44,6 +46,7 @@ class ComponentWorkload(TakingOverResource):
         observe: list[Manifest] | None = None,
         scale: dict[str, int] | None = None,
         await_policy: dict[str, Any] | None = None,
+        replicas_from: Manifest | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
@@ -60,6 +63,7 @@ class ComponentWorkload(TakingOverResource):
             "replicasExternal": replicas_external,
             "pullSecretDiscovery": pull_secret_discovery,
             "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},
+            "replicasFrom": replicas_from,
             "status": None,
             "inventory": None,
             "pullSecrets": None,

@@ -43,6 +43,10 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(h|ms|m|s)")
 _UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# An image reference pinned to a tag or a digest: `[registry[:port]/]path:tag` or `…@sha256:<hex>`.
+_PINNED_IMAGE = re.compile(
+    r"^[a-z0-9][\w.-]*(:\d+)?(/[a-z0-9][\w.-]*)*(:\w[\w.-]{0,127}|(:\w[\w.-]{0,127})?@[a-z0-9]+:[0-9a-f]{32,})$"
+)
 
 
 def duration_seconds(text: str) -> float:
@@ -282,3 +286,24 @@ class ClusterOptions(CheckedModel):
     def from_config(cls, data: dict[str, Any]) -> ClusterOptions:
         """From `pulumi config` values (already parsed from YAML); errors name the config keys."""
         return cls.parse(data)
+
+
+class AgentOptions(CheckedModel):
+    """The dynamo-infra agent (`dynamo-infra:agent`): the in-cluster process that carries what changes
+    at run time (planner and DGDSA replicas, live status, LoRA adapters). `image` is built from this
+    repository (its Dockerfile); `namespace` is where it runs (default: the graphs' namespace)."""
+
+    image: str
+    namespace: str | None = None
+
+    def problems(self) -> list[Problem]:
+        out = []
+        if not _PINNED_IMAGE.match(self.image):
+            out.append(Problem("image", f"{self.image!r} is not an image reference with a tag or digest"))
+        if self.namespace is not None and not _DNS_LABEL.match(self.namespace):
+            out.append(Problem("namespace", f"{self.namespace!r} is not a valid namespace name"))
+        return out
+
+    def namespace_in(self, cluster: ClusterOptions) -> str:
+        """Where the agent runs: its own namespace, else the graphs'."""
+        return self.namespace or cluster.namespace

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
 from dynamo_infra.api.autoscaling import Autoscaler
-from dynamo_infra.config import ClusterOptions
+from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.platform_options import PlatformOptions
@@ -59,12 +59,16 @@ class StackConfig:
     autoscalers: Mapping[str, Mapping[str, Autoscaler]]
     # Opt-in: `pulumi destroy` also deletes the claims (and the data) the graphs created.
     delete_pvcs_on_destroy: bool
+    # The agent that carries run-time changes (None: the stack deploys none).
+    agent: AgentOptions | None = None
 
     @classmethod
     def from_config(cls, config: ConfigReader) -> StackConfig:
-        """Every key read and checked, in this order: cluster, platform, kubeconfig, graphs, autoscalers."""
+        """Every key read and checked, in this order: cluster, platform, agent, kubeconfig, graphs,
+        autoscalers."""
         cluster = read_cluster(config)
         platform = read_platform(config, cluster)
+        agent = read_agent(config)
         kubeconfig_key, kubeconfig = read_kubeconfig(config)
         graphs = read_graphs(config, cluster)
         return cls(
@@ -76,6 +80,7 @@ class StackConfig:
             graphs=graphs,
             autoscalers=read_autoscalers(config, graphs),
             delete_pvcs_on_destroy=config.get_bool("deletePvcsOnDestroy") or False,
+            agent=agent,
         )
 
     def keeps_namespace(self) -> bool:
@@ -107,6 +112,17 @@ def read_platform(config: ConfigReader, cluster: ClusterOptions) -> PlatformOpti
         return PlatformOptions.from_config(config.get_object("platform"), cluster)
     except DynamoValidationError as e:
         raise StackConfigError(str(e)) from None
+
+
+def read_agent(config: ConfigReader) -> AgentOptions | None:
+    """`dynamo-infra:agent` (`{image, namespace?}`); None when absent."""
+    data = config.get_object("agent")
+    if data is None:
+        return None
+    try:
+        return AgentOptions.parse(data)
+    except DynamoValidationError as e:
+        raise StackConfigError(str(e.with_prefix(key("agent")))) from None
 
 
 def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:

@@ -23,13 +23,14 @@ import socket
 import subprocess
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import Connection
 from dynamo_infra.reconcile.kube import KubeClient, KubeError
 from tools.kubelet import Kubelet, PodProcessError, expand, relocate
+from tools.podnet import NO_PROXY, PodNetwork
 
 # The container the harness runs (the operator names the Dynamo container `main`).
 MAIN_CONTAINER = "main"
@@ -51,6 +52,9 @@ SUBSTITUTIONS = (
     "args and env name the host folder behind the volume (claim: its bound hostPath volume; emptyDir: "
     "a folder per pod; configMap, secret, projected service-account volume: their files written out)",
     "HF_HUB_OFFLINE=1: nothing is downloaded from a model hub",
+    "pod network: HTTP_PROXY/http_proxy name the harness's proxy (tools/podnet.py), which forwards "
+    "`<podIP>:<containerPort>` of a running pod process to its loopback port; NO_PROXY/no_proxy keep "
+    "loopback (the API server) direct",
     "/var/run: a process whose container mounts volumes under /var/run runs in a mount namespace of its "
     "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
     "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
@@ -89,6 +93,9 @@ class PodProcess:
     env: dict[str, str]
     # Container port name (or number as text) -> the loopback port standing in for it.
     ports: dict[str, int]
+    # The pod's IP and its container ports by number (what the pod network forwards).
+    pod_ip: str = ""
+    container_ports: dict[int, int] = field(default_factory=dict)
     popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -186,6 +193,8 @@ class PodProcesses:
         self._thread: threading.Thread | None = None
         # What the follow thread could not do (a pod it could not run), for failure messages.
         self.errors: list[str] = []
+        # The pod network every process (and anything else given `network.url`) reaches pods through.
+        self.network = PodNetwork(self.route)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -204,6 +213,7 @@ class PodProcesses:
             for proc in self.processes.values():
                 proc.stop()
             self.processes.clear()
+        self.network.close()
 
     def follow(self) -> None:
         """Keep syncing in a background thread, as a kubelet would (until `close`)."""
@@ -266,6 +276,14 @@ class PodProcesses:
             raise PodProcessError(f"no process runs for {pod_or_component!r}")
         return f"http://127.0.0.1:{procs[0].ports[port]}"
 
+    def route(self, host: str, port: int) -> int | None:
+        """The loopback port of a running pod process's `host:port` (pod IP, container port), if any."""
+        with self._lock:
+            for p in self.processes.values():
+                if p.pod_ip == host and port in p.container_ports and p.alive():
+                    return p.container_ports[port]
+        return None
+
     def logs(self) -> str:
         """The tail of every process's log and what the follow thread could not do, for failure messages."""
         return "\n".join(
@@ -297,16 +315,22 @@ class PodProcesses:
         mounts = kubelet.mounts(container)
 
         ports: dict[str, int] = {}
+        container_ports: dict[int, int] = {}
         renumber: dict[str, str] = {}
         for p in container.get("ports") or []:
             new = free_port(self._ports)
             ports[p.get("name") or str(p["containerPort"])] = new
             renumber[str(p["containerPort"])] = str(new)
+            container_ports[int(p["containerPort"])] = new
 
         env = {k: relocate(renumber.get(v, v), mounts) for k, v in kubelet.env(container).items()}
         env["DYN_TCP_RPC_HOST"] = "127.0.0.1"
         env["HF_HUB_OFFLINE"] = "1"
         env["HOME"] = str(home)
+        for variable in ("HTTP_PROXY", "http_proxy"):
+            env[variable] = self.network.url
+        for variable in ("NO_PROXY", "no_proxy"):
+            env[variable] = NO_PROXY
         image_bin = self.image_bins.get(str(container.get("image", "")), self.runtime_bin)
         env["PATH"] = os.pathsep.join([str(image_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         kubeconfig = kubelet.kubeconfig()
@@ -336,6 +360,8 @@ class PodProcesses:
             argv=argv,
             env=env,
             ports=ports,
+            pod_ip=str((pod.get("status") or {}).get("podIP") or ""),
+            container_ports=container_ports,
         )
 
 

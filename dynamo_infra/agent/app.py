@@ -22,7 +22,6 @@ from dynamo_infra.agent import lora
 from dynamo_infra.agent.errors import named
 from dynamo_infra.agent.scale import carry_adapters, scale_targets
 from dynamo_infra.agent.status import (
-    COMPONENTS_ANNOTATION,
     RecordError,
     components_of,
     graph_of,
@@ -34,7 +33,7 @@ from dynamo_infra.reconcile.connection import Connection, from_environment
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
 from dynamo_infra.render.agent import AGENT_NAME
 from dynamo_infra.render.names import LABEL_GRAPH
-from dynamo_infra.render.records import DGD_KIND, DGDSA_KIND, RECORD_API_VERSION
+from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION
 
 LOG = logging.getLogger("dynamo_infra.agent")
 # Field manager of everything the agent writes.

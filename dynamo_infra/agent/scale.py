@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from dynamo_infra.agent.status import REPLICAS_AGENT, Component
+from dynamo_infra.agent.status import Component
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.render.replicas import REPLICAS_AGENT
 
 Log = Callable[[str], None]
 

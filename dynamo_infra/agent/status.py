@@ -15,13 +15,9 @@ from dynamo_infra.agent.errors import AgentError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient, stub
 from dynamo_infra.reconcile.observe import record_status
-from dynamo_infra.render.records import DGDSA_KIND, RECORD_API_VERSION, adapter_status
+from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGDSA_KIND, RECORD_API_VERSION, adapter_status
+from dynamo_infra.render.replicas import REPLICAS_GRAPH
 from dynamo_infra.render.status import READINESS
-
-# On a DGD record: what the agent needs of each component (compact JSON, written by the records provider).
-COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
-# Who owns a component's replicas at run time: the agent (planner / scaling adapter), an HPA/KEDA, Pulumi.
-REPLICAS_AGENT, REPLICAS_AUTOSCALER, REPLICAS_GRAPH = "agent", "autoscaler", "graph"
 
 
 class RecordError(AgentError):

@@ -4,7 +4,9 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   kubeconfig (secret), context, namespace, graph, component,
   objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds},
   observe: {key: stub} of objects another controller creates for this one (Grove's PodCliques),
-  scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove)
+  scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove),
+  replicasFrom: {record, component}: the graph's DGD record, whose live replicas of the component a
+  new workload with external replicas is created with
 Outputs: the inputs plus `inventory` (keys applied, in order), `status` and `takenOver` (what was
 taken over from the Dynamo operator, kept across updates; {} when nothing).
 """
@@ -22,6 +24,7 @@ from dynamo_infra.reconcile.base import Inputs, Provider, await_skipped, await_t
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import inventory_id, refuse_foreign, with_inventory
+from dynamo_infra.reconcile.records_provider import record_replicas
 from dynamo_infra.reconcile.takeover import OperatorGraph, merged_take_overs, take_over
 from dynamo_infra.reconcile.workload import (
     Ownership,
@@ -86,6 +89,9 @@ class WorkloadInputs(Inputs):
     # Objects another controller creates for this one (Grove's PodCliques): read, never applied.
     observe: dict[str, Manifest] = dataclasses.field(default_factory=dict)
     pull_secret_discovery: bool = False
+    # {record: DGD record stub, component: name}: a workload with external replicas is created with the
+    # component's replicas in the live record (those the planner chose), when it has them.
+    replicas_from: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -94,6 +100,14 @@ class WorkloadInputs(Inputs):
     @property
     def inventory(self) -> str:
         return inventory_id(self.namespace, self.graph, self.component)
+
+
+def live_replicas(client: KubeClient, ins: WorkloadInputs) -> int | None:
+    """The component's replicas in its graph's live record (`replicasFrom`), None without one."""
+    source = ins.replicas_from
+    if not ins.replicas_external or not source:
+        return None
+    return record_replicas(client.get(source["record"])).get(str(source["component"]))
 
 
 class ComponentWorkloadProvider(Provider[WorkloadInputs]):
@@ -108,7 +122,9 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
         order = apply_order(ins.objects)
         ordered = {k: ins.objects[k] for k in order}
         with ins.client() as client:
-            ownership = Ownership(replicas_external=bool(ins.replicas_external))
+            ownership = Ownership(
+                replicas_external=bool(ins.replicas_external), initial_replicas=live_replicas(client, ins)
+            )
             secrets: list[str] = []
             if ins.pull_secret_discovery:
                 found = discover_pull_secrets(client, ins.namespace)

@@ -3,7 +3,9 @@
 Inputs: kubeconfig (secret), context, namespace, graph,
   dgd: the graph as written, in the hub version (v1beta1 manifest); annotations: the operator's,
   adapters: {component: DGDSA (v1beta1)}, components: {component: {watch: {key: stub}, workload: key,
-  runtimeNamespace: str}} (the objects whose status is the component's).
+  runtimeNamespace: str, scaleTarget: {apiVersion, kind, name}, replicas: graph|agent|autoscaler}}
+  (the objects whose status is the component's; where its replicas live and who owns them), also
+  written on the DGD as annotation COMPONENTS_ANNOTATION for the dynamo-infra agent.
 Outputs: the inputs plus `status` (the DGD status written), `recorded` ("" when the records are in the
 cluster, else why not) and `takenOver`.
 
@@ -43,13 +45,16 @@ from dynamo_infra.reconcile.takeover import (
 )
 from dynamo_infra.reconcile.workload import Ownership, apply_objects, delete_objects, prune
 from dynamo_infra.render.records import (
+    COMPONENTS_ANNOTATION,
     DGD_KIND,
     DGDSA_KIND,
     RECORD_API_VERSION,
     adapter_status,
+    components_annotation,
     graph_record,
     graph_record_status,
 )
+from dynamo_infra.render.replicas import REPLICAS_AGENT
 
 # The inventory "component" of a graph's records (not a valid component name: no clash with one).
 RECORDS_COMPONENT = "#records"
@@ -115,6 +120,23 @@ class RecordsInputs(Inputs):
         return stub(RECORD_API_VERSION, DGD_KIND, self.namespace, self.graph)
 
 
+def record_replicas(record: Manifest | None) -> dict[str, int]:
+    """The replicas of each component of a live DGD record that sets them ({} when there is none)."""
+    return {
+        str(c["name"]): int(c["replicas"])
+        for c in ((record or {}).get("spec") or {}).get("components") or []
+        if c.get("name") and c.get("replicas") is not None
+    }
+
+
+def kept_replicas(client: KubeClient, ins: RecordsInputs) -> dict[str, int]:
+    """The live record's replicas of the components the agent owns (changed at run time by the planner
+    or through their adapters): kept over the graph's. Empty before the record exists."""
+    owned = {n for n, c in (ins.components or {}).items() if c.get("replicas") == REPLICAS_AGENT}
+    live = record_replicas(client.get(ins.record_stub())) if owned else {}
+    return {n: r for n, r in live.items() if n in owned}
+
+
 def write_status(client: KubeClient, ins: RecordsInputs) -> Manifest:
     """The DGD's and DGDSAs' status from the live workloads, written through their status subresource."""
     live = client.get(ins.record_stub())
@@ -157,8 +179,12 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
                 found = client.get(a)
                 if found is not None:
                     replicas[component] = int(found["spec"]["replicas"])
+            annotations = {
+                **(ins.annotations or {}),
+                COMPONENTS_ANNOTATION: components_annotation(dict(ins.components or {})),
+            }
             record = with_inventory(
-                graph_record(ins.dgd, ins.namespace, ins.annotations or {}, replicas),
+                graph_record(ins.dgd, ins.namespace, annotations, replicas, kept_replicas(client, ins)),
                 ins.label,
                 ins.inventory,
             )

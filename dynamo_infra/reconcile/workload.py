@@ -25,6 +25,9 @@ class Ownership:
     """Fields we set once and then leave to another owner (an autoscaler or scaling adapter)."""
 
     replicas_external: bool = False
+    # Replicas a workload with external replicas is created with instead of its own (the live ones of
+    # the graph's record, when another workload of the component had them changed at run time).
+    initial_replicas: int | None = None
 
 
 def _without_replicas(obj: Manifest) -> Manifest:
@@ -50,6 +53,9 @@ def apply_objects(
             continue
         live = client.get(obj)
         if live is None:
+            if ownership.initial_replicas is not None:
+                replicas = ownership.initial_replicas
+                obj = {**obj, "spec": {**obj["spec"], "replicas": replicas}}
             stored[key] = client.apply(obj)
             handoff = {
                 "apiVersion": obj["apiVersion"],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render.lora import RULES as LORA_RULES
 
 # Name of the agent's ServiceAccount, Deployment, Roles and RoleBindings, and its field manager.
 AGENT_NAME = "dynamo-infra-agent"
@@ -66,6 +67,9 @@ AGENT_RULES: list[Manifest] = [
         "resources": ["podcliques/scale", "podcliquescalinggroups/scale"],
         "verbs": ["get", "patch"],
     },
+    # LoRA adapters: watch DynamoModels and their base models' EndpointSlices, read each endpoint's pod,
+    # keep the finalizer, write the status (render/lora.py says which call needs which).
+    *LORA_RULES,
 ]
 
 

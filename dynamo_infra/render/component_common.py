@@ -80,6 +80,8 @@ class BaseComponentDefaults:
     sub_component_type: str | None = None
     # Service account the DGD controller sets on the generated DCD's pod template.
     dcd_service_account: str | None = None
+    # Whether the graph's Dynamo Planner scales components of this type (its worker types).
+    planner_scaled = False
 
     def container(self, ctx: ComponentContext) -> Manifest:
         return common_container(ctx)

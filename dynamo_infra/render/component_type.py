@@ -23,6 +23,7 @@ class ComponentDefaults(Protocol):
     cluster_ingress: bool
     sub_component_type: str | None
     dcd_service_account: str | None
+    planner_scaled: bool
 
     def container(self, ctx: ComponentContext) -> Manifest: ...
 

@@ -1,7 +1,7 @@
 """Planner component: scales workers from Prometheus metrics.
 
 It renders as the operator would; `planner_operator_needs` says separately (at preview, not in the
-rendering) when the planner could not run without the operator.
+rendering) when the planner needs what the operator served (what the dynamo-infra agent serves instead).
 """
 
 from __future__ import annotations
@@ -102,8 +102,8 @@ def planner_environment(command: Sequence[str]) -> str | None:
 
 
 def planner_operator_needs(component: v1beta1.Component, graph: str, at: str) -> list[Problem]:
-    """The planner's needs only the Dynamo operator serves, as a problem at `at` (none in the
-    virtual environment, whose decisions go to a client of the user's own)."""
+    """The planner's needs the Dynamo operator served (the dynamo-infra agent serves them here), as a
+    problem at `at` (none in the virtual environment, whose decisions go to a client of the user's own)."""
     main = (component.pod_template.container(MAIN_CONTAINER) if component.pod_template else None) or {}
     environment = planner_environment([*(main.get("command") or DEFAULT_COMMAND), *(main.get("args") or [])])
     if environment is not None and environment not in OPERATOR_ENVIRONMENTS:
@@ -117,12 +117,13 @@ def planner_operator_needs(component: v1beta1.Component, graph: str, at: str) ->
         Problem(
             at,
             f"the Dynamo Planner ({seen}) reads DynamoGraphDeployment {graph!r} and its Ready status, "
-            "and scales through DynamoGraphDeploymentScalingAdapters or a patch of the DGD; without "
-            "the Dynamo operator nothing serves or carries them in this stack, so it would crash at "
-            "start (DynamoGraphDeploymentNotFoundError) and never scale. Remove the planner component "
-            "and scale with `dynamo-infra:autoscalers` (HPA or KEDA on a component with "
-            f"scalingAdapter), or run the planner in its virtual environment ({CONFIG_FLAG} "
-            """'{"environment": "virtual", "model_name": ...}'), whose decisions a client of your """
-            "own (VirtualConnectorClient) applies",
+            "and scales through DynamoGraphDeploymentScalingAdapters or a patch of the DGD. Without "
+            "the dynamo-infra agent, the stack writes that DGD and its status only on `pulumi up` and "
+            "`pulumi refresh` (where the graph's records cannot be written, output `recorded` says why, "
+            "and the planner crashes at start: DynamoGraphDeploymentNotFoundError), and nothing carries "
+            "the planner's replica changes to the workloads: it never scales. Set `dynamo-infra:agent` "
+            "({image: <the agent image, built from this repository's Dockerfile>}) to run the agent, "
+            "which does; or run the planner in its virtual environment "
+            f"""({CONFIG_FLAG} '{{"environment": "virtual", "model_name": ...}}')""",
         )
     ]

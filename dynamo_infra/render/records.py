@@ -8,6 +8,7 @@ counts, the DGDSA's scale subresource (`spec.replicas`, `status.replicas`, `stat
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 
 from dynamo_infra.api import v1beta1
@@ -23,16 +24,29 @@ RECORD_API_VERSION = v1beta1.API_VERSION
 RUNTIME_NAMESPACE_ENV = "DYN_NAMESPACE"
 # The worker hash a worker's runtime appends to that namespace (`<namespace>-<suffix>`).
 WORKER_SUFFIX_ENV = "DYN_NAMESPACE_WORKER_SUFFIX"
+# DGD record annotation the dynamo-infra agent reads: per component what it watches, the object whose
+# scale subresource carries its replicas (`scaleTarget`) and who owns them (`replicas`).
+COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
+
+
+def components_annotation(components: Mapping[str, Manifest]) -> str:
+    """The COMPONENTS_ANNOTATION value: the records' `components` input as compact JSON, keys sorted."""
+    return json.dumps(components, sort_keys=True, separators=(",", ":"))
 
 
 def graph_record(
-    hub: Manifest, namespace: str, annotations: Mapping[str, str], adapter_replicas: Mapping[str, int]
+    hub: Manifest,
+    namespace: str,
+    annotations: Mapping[str, str],
+    adapter_replicas: Mapping[str, int],
+    kept_replicas: Mapping[str, int] | None = None,
 ) -> Manifest:
     """The DGD as its users would see it: the graph as written (converted to the hub), in `namespace`,
     with the annotations the operator would store (`RenderedGraph.annotations`: its current worker hash).
 
     An adapted component's replicas are its adapter's (`adapter_replicas`, by component), as the
-    operator's adapter controller writes them back: the adapter is their source of truth.
+    operator's adapter controller writes them back: the adapter is their source of truth. Otherwise
+    `kept_replicas` (by component) wins over the graph's: the live record's, changed at run time.
     """
     meta = hub.get("metadata") or {}
     metadata: Manifest = {
@@ -42,10 +56,14 @@ def graph_record(
     if annotations:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
     spec: Manifest = copy.deepcopy(hub.get("spec") or {})
+    kept = kept_replicas or {}
     for component in spec.get("components") or []:
-        replicas = adapter_replicas.get(component.get("name", ""))
+        name = component.get("name", "")
+        replicas = adapter_replicas.get(name)
         if replicas is not None and component.get("scalingAdapter") is not None:
             component["replicas"] = replicas
+        elif name in kept:
+            component["replicas"] = kept[name]
     return {"apiVersion": RECORD_API_VERSION, "kind": DGD_KIND, "metadata": metadata, "spec": spec}
 
 

@@ -54,6 +54,9 @@ def system_probes() -> Manifest:
 
 
 class Worker(BaseComponentDefaults):
+    # The planner (1.4.0) scales components of type worker, prefill and decode.
+    planner_scaled = True
+
     def __init__(self, sub_component_type: str | None = None) -> None:
         self.sub_component_type = sub_component_type
 

@@ -14,11 +14,12 @@ from dynamo_infra.agent.app import Api, Graphs, register, settings
 from dynamo_infra.agent.cli import parser
 from dynamo_infra.agent.errors import Forbidden, named, request_rule
 from dynamo_infra.agent.scale import adapter_changes, scale_requests
-from dynamo_infra.agent.status import COMPONENTS_ANNOTATION, RecordError, components_of, recorded
+from dynamo_infra.agent.status import RecordError, components_of, recorded
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import KubeconfigError, from_environment, in_cluster
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects
+from dynamo_infra.render.records import COMPONENTS_ANNOTATION
 
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "g-worker"}
 
@@ -190,8 +191,9 @@ def test_rendered_objects() -> None:
 
 
 def test_the_rules_are_least_privilege() -> None:
-    """Namespaced, no wildcard, no secrets or pods, nothing created or deleted; writes only where
-    the agent writes: the DGD record (replicas), the records' status, the workloads' scale."""
+    """Namespaced, no wildcard, no secrets, pods only read, nothing created or deleted; writes only
+    where the agent writes: the DGD record (replicas), the records' status, the workloads' scale, the
+    DynamoModels' finalizer and status."""
     granted = {
         (g, r, v)
         for rule in AGENT_RULES
@@ -209,5 +211,11 @@ def test_the_rules_are_least_privilege() -> None:
         ("leaderworkersets/scale", "patch"),
         ("podcliques/scale", "patch"),
         ("podcliquescalinggroups/scale", "patch"),
+        # LoRA adapters: the DynamoModel's finalizer and status.
+        ("dynamomodels", "patch"),
+        ("dynamomodels/status", "patch"),
     }
-    assert not {r for _g, r, _v in granted} & {"secrets", "pods", "roles", "rolebindings"}
+    assert not {r for _g, r, _v in granted} & {"secrets", "roles", "rolebindings"}
+    # Pods are only read, one at a time, by the LoRA handlers (an endpoint without LoRA management
+    # may be a vLLM prefill covered by another: render/lora.py RULES).
+    assert {(g, r, v) for g, r, v in granted if r == "pods"} == {("", "pods", "get")}

@@ -20,7 +20,7 @@ CRD_DIR = REPO / "stacks" / "crds"
 WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
 # Every Dynamo CRD the platform installs (file order): the graph's records and the discovery store.
 DYNAMO_CRDS = ["dynamographdeployments.nvidia.com", "dynamographdeploymentscalingadapters.nvidia.com",
-               WORKER_METADATA_CRD]  # fmt: skip
+               "dynamomodels.nvidia.com", WORKER_METADATA_CRD]  # fmt: skip
 # All of them as a Helm-installed operator's.
 HELM_CRDS = {name: "managed by Helm" for name in DYNAMO_CRDS}
 
@@ -53,7 +53,7 @@ def test_children_are_prefixed_and_the_programs_platform_keeps_its_earlier_names
     assert plan.outputs["crds"] == [*DYNAMO_CRDS, "scaledobjects.keda.sh"]
     other = plan_platform("team-b", args(epp=True))
     assert other.namespace is not None and other.namespace.name == "team-b-namespace"
-    assert [c.aliases for c in (other.namespace, *other.crds)] == [()] * 4
+    assert [c.aliases for c in (other.namespace, *other.crds)] == [()] * (1 + len(DYNAMO_CRDS))
     assert [a.aliases for a in other.accounts] == [(), ()]
 
 

@@ -20,7 +20,7 @@ CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 WORKER_METADATA_CRD = "dynamoworkermetadatas.nvidia.com"
 # Every Dynamo CRD the platform installs (file order): the graph's records and the discovery store.
 DYNAMO_CRDS = ["dynamographdeployments.nvidia.com", "dynamographdeploymentscalingadapters.nvidia.com",
-               WORKER_METADATA_CRD]  # fmt: skip
+               "dynamomodels.nvidia.com", WORKER_METADATA_CRD]  # fmt: skip
 # All of them as a Helm-installed operator's.
 HELM_CRDS = {name: "managed by Helm" for name in DYNAMO_CRDS}
 

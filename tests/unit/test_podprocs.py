@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,7 +115,7 @@ class FakeKube:
 
 
 @pytest.fixture()
-def prepared(tmp_path: Path) -> tuple[Any, FakeKube, Path]:
+def prepared(tmp_path: Path) -> Iterator[tuple[Any, FakeKube, Path]]:
     kube = FakeKube(tmp_path / "volumes")
     conn = Connection(server="https://127.0.0.1:6443", ca_pem=b"CA")
     pods = PodProcesses(
@@ -125,7 +126,8 @@ def prepared(tmp_path: Path) -> tuple[Any, FakeKube, Path]:
         root=tmp_path / "pods",
         runtime_bin=tmp_path / "venv" / "bin",
     )
-    return pods.prepare(POD), kube, tmp_path
+    with pods:
+        yield pods.prepare(POD), kube, tmp_path
 
 
 def test_expansion_follows_kubernetes() -> None:
@@ -198,12 +200,21 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     # Nothing else of ours leaks in: exactly the container's env plus the listed additions.
     container_env = {e["name"] for e in POD["spec"]["containers"][0]["env"]} | {"CFG_a.json", "CFG_MODE"}
     added = {"DYN_TCP_RPC_HOST", "HF_HUB_OFFLINE", "HOME", "PATH", "KUBECONFIG", "PWD"}
-    assert set(env) == container_env | added
+    proxy = {"HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"}
+    assert set(env) == container_env | added | proxy
+    # Pod addresses go through the harness's pod network; loopback (the API server) stays direct.
+    assert env["HTTP_PROXY"] == env["http_proxy"] and env["HTTP_PROXY"].startswith("http://127.0.0.1:")
+    assert env["NO_PROXY"] == env["no_proxy"] == "127.0.0.1,localhost"
+    assert (
+        proc.pod == "g-worker-abc-0"
+        and proc.pod_ip == "10.244.0.7"
+        and proc.container_ports == {9090: proc.ports["system"]}
+    )
     assert (cfg / "a.json").read_text() == "{}"
     # The projected service-account volume holds the same bound token (one TokenRequest per pod).
     assert (projected / "token").read_text() == "bound-token"
     assert (projected / "namespace").read_text() == "ns" and (projected / "ca.crt").read_text() == "CA"
-    assert len(SUBSTITUTIONS) == 8
+    assert len(SUBSTITUTIONS) == 9
 
 
 def test_no_token_when_the_pod_opts_out(tmp_path: Path) -> None:
@@ -265,5 +276,6 @@ def test_an_image_of_image_bins_runs_with_its_own_bin_folder(tmp_path: Path) -> 
         runtime_bin=tmp_path / "venv" / "bin",
         image_bins={"registry.local/dynamo-infra-agent:0.1.0": agent},
     )
-    assert pods.prepare(pod).env["PATH"].split(":")[0] == str(agent)
-    assert pods.prepare(POD).env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")
+    with pods:
+        assert pods.prepare(pod).env["PATH"].split(":")[0] == str(agent)
+        assert pods.prepare(POD).env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")

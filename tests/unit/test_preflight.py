@@ -1,14 +1,16 @@
-"""Graphs whose components need what only the Dynamo operator serves are refused before anything
-is deployed (a planner in its kubernetes environment), while they still render as the operator would."""
+"""Graphs whose components need what the Dynamo operator served (a planner in its kubernetes
+environment) are deployed with a warning saying what will not work, unless the stack runs the
+dynamo-infra agent; they render as the operator would either way."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pulumi
 import pytest
 
-from dynamo_infra.api import DynamoValidationError, load_yaml
+from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.planner import planner_environment
@@ -18,15 +20,16 @@ from tests.unit.conftest import Mocks
 
 # The Dynamo runtime release images are tagged with (the parity pin's).
 RUNTIME_VERSION = "1.4.0"
-# What the refusal says, whatever the planner's environment.
+# What the warning says, whatever the planner's environment.
 NEEDS = (
     "reads DynamoGraphDeployment '{graph}' and its Ready status, and scales through "
-    "DynamoGraphDeploymentScalingAdapters or a patch of the DGD; without the Dynamo operator nothing "
-    "serves or carries them in this stack, so it would crash at start "
-    "(DynamoGraphDeploymentNotFoundError) and never scale. Remove the planner component and scale with "
-    "`dynamo-infra:autoscalers` (HPA or KEDA on a component with scalingAdapter), or run the planner in "
-    """its virtual environment (--config '{{"environment": "virtual", "model_name": ...}}'), whose """
-    "decisions a client of your own (VirtualConnectorClient) applies"
+    "DynamoGraphDeploymentScalingAdapters or a patch of the DGD. Without the dynamo-infra agent, the "
+    "stack writes that DGD and its status only on `pulumi up` and `pulumi refresh` (where the graph's "
+    "records cannot be written, output `recorded` says why, and the planner crashes at start: "
+    "DynamoGraphDeploymentNotFoundError), and nothing carries the planner's replica changes to the "
+    "workloads: it never scales. Set `dynamo-infra:agent` ({{image: <the agent image, built from this "
+    "repository's Dockerfile>}}) to run the agent, which does; or run the planner in its virtual "
+    """environment (--config '{{"environment": "virtual", "model_name": ...}}')"""
 )
 VIRTUAL_PLANNER = """\
 apiVersion: nvidia.com/v1beta1
@@ -67,7 +70,7 @@ def test_planner_environment_from_its_command_line(command: list[str], environme
     assert planner_environment(command) == environment
 
 
-def test_corpus_planner_graphs_are_refused_where_the_user_wrote_them(corpus: Path) -> None:
+def test_corpus_planner_graphs_are_named_where_the_user_wrote_them(corpus: Path) -> None:
     found: dict[str, list[str]] = {}
     for path in sorted((corpus / "graphs").glob("v1*/*.yaml")):
         for dgd in load_corpus(path).graphs:
@@ -91,7 +94,7 @@ def test_corpus_planner_graphs_are_refused_where_the_user_wrote_them(corpus: Pat
     assert "(environment global-planner) reads DynamoGraphDeployment 'gp-prefill'" in global_planner
 
 
-def test_a_planner_config_file_is_refused_as_the_default(tmp_path: Path) -> None:
+def test_a_planner_config_file_is_taken_as_the_default(tmp_path: Path) -> None:
     path = tmp_path / "g.yaml"
     path.write_text(
         VIRTUAL_PLANNER.replace(
@@ -111,19 +114,35 @@ def test_a_virtual_planner_is_deployable(tmp_path: Path) -> None:
     assert unmet_needs(load_yaml(path).graphs[0]) == []
 
 
-def test_refused_graphs_still_render(corpus: Path) -> None:
+def test_planner_graphs_render(corpus: Path) -> None:
     (dgd,) = load_corpus(corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml").graphs
     assert "Planner" in render_graph(dgd, ClusterOptions(), "ns").components
 
 
 @pulumi.runtime.test
-def test_the_component_refuses_a_kubernetes_planner(mocks: Mocks, corpus: Path, tmp_path: Path) -> None:
+def test_the_component_warns_about_a_kubernetes_planner_without_the_agent(
+    mocks: Mocks, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Any:
     from components import DynamoGraphDeployment
 
     # The corpus graph with its image version filled in, as a user deploys it (admission needs one).
     graph = tmp_path / "vllm__disagg_planner.yaml"
     text = (corpus / "graphs" / "v1alpha1" / "vllm__disagg_planner.yaml").read_text()
     graph.write_text(text.replace("${VERSION}", RUNTIME_VERSION))
-    with pytest.raises(DynamoValidationError) as refused:
-        DynamoGraphDeployment("p", graph, kubeconfig="kc", namespace="ns")
-    assert str(refused.value).startswith("spec.services.Planner: the Dynamo Planner (environment kubernetes)")
+    warned: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: warned.append(message))
+    alone = DynamoGraphDeployment("p", graph, kubeconfig="kc", namespace="ns")
+    assert warned == [
+        "graph p: spec.services.Planner: the Dynamo Planner (environment kubernetes) "
+        + NEEDS.format(graph="vllm-disagg-planner")
+    ]
+    assert alone.plan.unserved and "Planner" in alone.components
+    warned.clear()
+    served = DynamoGraphDeployment("q", graph, kubeconfig="kc", namespace="ns", agent=True)
+    assert warned == [] and served.plan.unserved == ()
+
+    def created(_: Any) -> None:
+        names = {r.name for r in mocks.resources}
+        assert {"p-planner-workload", "q-planner-workload"} <= names, names
+
+    return served.state.apply(created)
