@@ -18,22 +18,25 @@ from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 # Label naming the tool that manages an object.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 
-# What the planner reads and scales: pods and metrics endpoints, Dynamo graphs and their adapters.
+# What the planner does (the operator's chart, `templates/planner.yaml` at the pin): reads and patches its
+# graph, scales through the adapters' scale subresource, and discovers and registers Dynamo endpoints
+# (EndpointSlices, DynamoWorkerMetadata) as every runtime process does.
 PLANNER_RULES = [
-    {"apiGroups": [""], "resources": ["pods", "services", "endpoints"], "verbs": ["get", "list", "watch"]},
     {
-        "apiGroups": ["apps"],
-        "resources": ["deployments", "deployments/scale"],
-        "verbs": ["get", "list", "watch", "patch", "update"],
+        "apiGroups": ["nvidia.com"],
+        "resources": ["dynamocomponentdeployments", "dynamographdeployments"],
+        "verbs": ["get", "list", "create", "update", "patch"],
     },
     {
         "apiGroups": ["nvidia.com"],
-        "resources": [
-            "dynamographdeployments",
-            "dynamographdeploymentscalingadapters",
-            "dynamocomponentdeployments",
-        ],
-        "verbs": ["get", "list", "watch", "patch", "update"],
+        "resources": ["dynamographdeploymentscalingadapters/scale"],
+        "verbs": ["patch"],
+    },
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["nvidia.com"],
+        "resources": ["dynamoworkermetadatas"],
+        "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"],
     },
 ]
 # What the endpoint picker watches: pods and endpoint slices of the pool, the InferencePool itself.

@@ -61,7 +61,14 @@ def ensure() -> Path:
         pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps"]
         subprocess.run([*pip, *DYNAMO_PACKAGES], check=True)
         subprocess.run([*pip, "-r", str(REQUIREMENTS)], check=True)
-        subprocess.run([str(python), "-c", "import dynamo.frontend, dynamo.mocker, dynamo._core"], check=True)
+        subprocess.run(
+            [
+                str(python),
+                "-c",
+                "import dynamo.frontend, dynamo.mocker, dynamo.planner.core.adapters, dynamo.planner.core.load.predictors, dynamo._core",
+            ],
+            check=True,
+        )
         marker.write_text(f"{time.monotonic() - started:.1f}\n")
         toolchain.log(f"dynamo runtime {DYNAMO_VERSION}: ready in {time.monotonic() - started:.0f}s")
     return python

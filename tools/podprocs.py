@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +37,9 @@ MAIN_CONTAINER = "main"
 # Every difference between a harness process and the container it stands for.
 SUBSTITUTIONS = (
     "image: the Dynamo runtime virtualenv (its bin first on PATH, so the command's `python3` is the "
-    "runtime's); only the container's env reaches the process, plus PATH and HOME",
+    "runtime's); an image given in `image_bins` runs with that folder first instead (the agent's image: "
+    "this repository's virtualenv, whose `dynamo-infra` is the image's); only the container's env "
+    "reaches the process, plus PATH and HOME; its securityContext (user, read-only root) is not played",
     "env valueFrom.fieldRef: the live pod's field (POD_NAME, POD_NAMESPACE, POD_UID, ...), as a kubelet "
     "resolves it (tools/kubelet.py; also configMap/secret refs and envFrom)",
     "credential: a token of the pod's service account bound to the pod (TokenRequest), in a kubeconfig "
@@ -52,7 +55,24 @@ SUBSTITUTIONS = (
     "pod network: HTTP_PROXY/http_proxy name the harness's proxy (tools/podnet.py), which forwards "
     "`<podIP>:<containerPort>` of a running pod process to its loopback port; NO_PROXY/no_proxy keep "
     "loopback (the API server) direct",
+    "/var/run: a process whose container mounts volumes under /var/run runs in a mount namespace of its "
+    "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
+    "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
+    "fixed path client libraries read (the planner its namespace)",
 )
+# Mount paths under this folder are bind-mounted in the process's own mount namespace (SUBSTITUTIONS).
+VAR_RUN = "/var/run"
+# Runs a command with an empty /var/run ($1) holding host folders at paths under it ($2 $3, ...; `--`
+# ends them), then execs the command (what follows `--`).
+MOUNT_SCRIPT = """set -e
+root=$1; shift
+mount -t tmpfs -o mode=755 tmpfs "$root"
+while [ "$1" != -- ]; do
+  mkdir -p "$root/$2"; mount --bind -o ro "$1" "$root/$2"; shift 2
+done
+shift
+exec "$@"
+"""
 # The runtime keeps its system port in an i16: every port we hand out stays in [PORT_MIN, PORT_MAX).
 PORT_MIN, PORT_MAX = 20000, 32768
 # Seconds a stopped process gets between SIGTERM and SIGKILL (the pod's own grace period, capped).
@@ -154,6 +174,7 @@ class PodProcesses:
         selector: str,
         root: Path,
         runtime_bin: Path,
+        image_bins: Mapping[str, Path] | None = None,
     ) -> None:
         self.kube = kube
         self.conn = conn
@@ -161,6 +182,8 @@ class PodProcesses:
         self.selector = selector
         self.root = root.resolve()
         self.runtime_bin = runtime_bin.resolve()
+        # Container image -> the bin folder standing for it (others: the Dynamo runtime's).
+        self.image_bins = {image: path.resolve() for image, path in (image_bins or {}).items()}
         self.processes: dict[str, PodProcess] = {}
         # Every process ever started (stopped ones too), oldest first: for logs and counts.
         self.history: list[PodProcess] = []
@@ -308,7 +331,8 @@ class PodProcesses:
             env[variable] = self.network.url
         for variable in ("NO_PROXY", "no_proxy"):
             env[variable] = NO_PROXY
-        env["PATH"] = os.pathsep.join([str(self.runtime_bin), "/usr/local/bin", "/usr/bin", "/bin"])
+        image_bin = self.image_bins.get(str(container.get("image", "")), self.runtime_bin)
+        env["PATH"] = os.pathsep.join([str(image_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         kubeconfig = kubelet.kubeconfig()
         if kubeconfig is not None:
             env["KUBECONFIG"] = str(kubeconfig)
@@ -327,6 +351,7 @@ class PodProcesses:
             raise PodProcessError(
                 f"pod {name}: container {MAIN_CONTAINER} has no command (the image's entrypoint)"
             )
+        argv = with_var_run(argv, mounts)
         return PodProcess(
             pod=name,
             uid=meta["uid"],
@@ -338,6 +363,24 @@ class PodProcesses:
             pod_ip=str((pod.get("status") or {}).get("podIP") or ""),
             container_ports=container_ports,
         )
+
+
+def with_var_run(argv: list[str], mounts: dict[str, Path]) -> list[str]:
+    """`argv` run in a mount namespace of its own whose /var/run holds the container's mounts under it
+    (unchanged when there are none)."""
+    under = {
+        path[len(VAR_RUN) :].strip("/"): host
+        for path, host in sorted(mounts.items())
+        if path.startswith(VAR_RUN + "/")
+    }
+    if not under:
+        return argv
+    # Without privileges, a user namespace of its own grants the mounts.
+    unshare = ["unshare", "--mount", "--propagation", "private"]
+    if os.geteuid() != 0:
+        unshare.insert(1, "--map-root-user")
+    pairs = [w for inside, host in under.items() for w in (str(host), inside)]
+    return [*unshare, "/bin/sh", "-c", MOUNT_SCRIPT, "sh", os.path.realpath(VAR_RUN), *pairs, "--", *argv]
 
 
 def runnable(pod: Manifest) -> bool:

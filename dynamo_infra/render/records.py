@@ -22,6 +22,8 @@ DGDSA_KIND = "DynamoGraphDeploymentScalingAdapter"
 RECORD_API_VERSION = v1beta1.API_VERSION
 # The environment variable holding a component's Dynamo namespace (reported as `runtimeNamespace`).
 RUNTIME_NAMESPACE_ENV = "DYN_NAMESPACE"
+# The worker hash a worker's runtime appends to that namespace (`<namespace>-<suffix>`).
+WORKER_SUFFIX_ENV = "DYN_NAMESPACE_WORKER_SUFFIX"
 # DGD record annotation the dynamo-infra agent reads: per component what it watches, the object whose
 # scale subresource carries its replicas (`scaleTarget`) and who owns them (`replicas`).
 COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
@@ -96,8 +98,9 @@ def adapter_status(adapter: Manifest) -> Manifest:
 
 
 def runtime_namespace(objects: tuple[Manifest, ...] | list[Manifest]) -> str | None:
-    """The Dynamo namespace a component's pods run in (their DYN_NAMESPACE), None when no pod template
-    of these objects sets it (Grove: the PodCliqueSet holds the pods)."""
+    """The Dynamo namespace a component's pods run in: their DYN_NAMESPACE, with a worker's hash suffix
+    (DYN_NAMESPACE_WORKER_SUFFIX) appended as its runtime does (the operator's ComponentRuntimeNamespace);
+    None when no pod template of these objects sets it (Grove: the PodCliqueSet holds the pods)."""
     for obj in objects:
         spec = obj.get("spec") or {}
         templates = [spec.get("template")]
@@ -105,9 +108,11 @@ def runtime_namespace(objects: tuple[Manifest, ...] | list[Manifest]) -> str | N
         templates += [lws.get("leaderTemplate"), lws.get("workerTemplate")]
         for template in templates:
             for c in ((template or {}).get("spec") or {}).get("containers") or []:
-                for env in c.get("env") or []:
-                    if env.get("name") == RUNTIME_NAMESPACE_ENV and env.get("value"):
-                        return str(env["value"])
+                env = {e.get("name"): e.get("value") for e in c.get("env") or []}
+                if env.get(RUNTIME_NAMESPACE_ENV):
+                    suffix = env.get(WORKER_SUFFIX_ENV)
+                    base = str(env[RUNTIME_NAMESPACE_ENV])
+                    return f"{base}-{suffix}" if suffix else base
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,15 @@ import pytest
 
 from dynamo_infra.reconcile.connection import Connection
 from tools.kubelet import PodProcessError, expand, field_value, relocate
-from tools.podprocs import PORT_MAX, PORT_MIN, SUBSTITUTIONS, PodProcesses, free_port
+from tools.podprocs import (
+    MOUNT_SCRIPT,
+    PORT_MAX,
+    PORT_MIN,
+    SUBSTITUTIONS,
+    PodProcesses,
+    free_port,
+    with_var_run,
+)
 
 POD: dict[str, Any] = {
     "metadata": {
@@ -157,11 +166,17 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     proc, kube, tmp = prepared
     host_models = tmp / "volumes" / "pv-1"
     cfg = proc.folder / "volumes" / "cfg"
-    # The rendered command and args, with paths under mounts relocated and $(VAR) expanded.
-    assert proc.argv == [
+    # The rendered command and args, with paths under mounts relocated and $(VAR) expanded, run in a
+    # mount namespace whose /var/run holds the service-account volume at its mount path.
+    command = proc.argv[proc.argv.index("--") + 1 :]
+    assert command == [
         "python3", "-m", "dynamo.mocker", "--model-path", f"{host_models}/tiny",
         f"--config={cfg}/a.json", "ns-g",
     ]  # fmt: skip
+    projected = proc.folder / "volumes" / "kube-api-access-x"
+    assert proc.argv[0] == "unshare" and "--mount" in proc.argv
+    mounts = proc.argv[proc.argv.index(MOUNT_SCRIPT) + 3 : proc.argv.index("--")]
+    assert mounts == [str(projected), "secrets/kubernetes.io/serviceaccount"]
     env = proc.env
     # fieldRefs from the live pod, secrets and envFrom read as the kubelet would.
     assert (env["POD_NAME"], env["POD_UID"], env["TOKEN"]) == ("g-worker-abc-0", "1234-uid", "s3cret")
@@ -197,10 +212,9 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     )
     assert (cfg / "a.json").read_text() == "{}"
     # The projected service-account volume holds the same bound token (one TokenRequest per pod).
-    projected = proc.folder / "volumes" / "kube-api-access-x"
     assert (projected / "token").read_text() == "bound-token"
     assert (projected / "namespace").read_text() == "ns" and (projected / "ca.crt").read_text() == "CA"
-    assert len(SUBSTITUTIONS) == 8
+    assert len(SUBSTITUTIONS) == 9
 
 
 def test_no_token_when_the_pod_opts_out(tmp_path: Path) -> None:
@@ -230,3 +244,38 @@ def test_unsupported_volumes_are_named(tmp_path: Path) -> None:
     )
     with pytest.raises(PodProcessError, match="volume 'models' of type \\['nfs'\\]"):
         pods.prepare(pod)
+
+
+def test_var_run_mounts_are_the_containers_own(tmp_path: Path) -> None:
+    """Nothing to mount: the command as it is; else the folder is readable at its mount path, and only
+    in the process's own mount namespace (needs unshare)."""
+    assert with_var_run(["true"], {"/models": tmp_path}) == ["true"]
+    (tmp_path / "namespace").write_text("ns")
+    argv = with_var_run(
+        ["cat", "/var/run/secrets/kubernetes.io/serviceaccount/namespace"],
+        {"/var/run/secrets/kubernetes.io/serviceaccount": tmp_path},
+    )
+    run = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if run.returncode != 0 and "unshare" in run.stderr:
+        pytest.skip(f"no mount namespaces here: {run.stderr.strip()}")
+    assert run.stdout == "ns", run.stderr
+    assert not Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace").exists()
+
+
+def test_an_image_of_image_bins_runs_with_its_own_bin_folder(tmp_path: Path) -> None:
+    """The agent's image runs with this repository's virtualenv; every other image with the runtime's."""
+    agent = tmp_path / "agent-venv" / "bin"
+    main = {**POD["spec"]["containers"][0], "image": "registry.local/dynamo-infra-agent:0.1.0"}
+    pod = {**POD, "spec": {**POD["spec"], "containers": [main]}}
+    pods = PodProcesses(
+        FakeKube(tmp_path),  # type: ignore[arg-type]
+        Connection(server="https://127.0.0.1:1"),
+        namespace="ns",
+        selector="x",
+        root=tmp_path / "pods",
+        runtime_bin=tmp_path / "venv" / "bin",
+        image_bins={"registry.local/dynamo-infra-agent:0.1.0": agent},
+    )
+    with pods:
+        assert pods.prepare(pod).env["PATH"].split(":")[0] == str(agent)
+        assert pods.prepare(POD).env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")

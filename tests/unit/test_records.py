@@ -88,9 +88,16 @@ def test_adapter_record_and_status_in_the_hub_version() -> None:
         "replicas": 3,
         "selector": "nvidia.com/dynamo-component=decode,nvidia.com/dynamo-graph-deployment-name=g",
     }
-    # The worker's Dynamo namespace, from its pod template.
+    # The worker's Dynamo namespace, from its pod template: with its worker hash, as its runtime
+    # registers it; the frontend's without.
+    worker_hash = next(
+        o["spec"]["template"]["metadata"]["labels"]["nvidia.com/dynamo-worker-hash"]
+        for o in rendered.components["decode"].objects
+        if o["kind"] == "Deployment"
+    )
     objects = rendered.components["decode"].objects
-    assert str(runtime_namespace(objects)).startswith(rendered.dynamo_namespace)
+    assert runtime_namespace(objects) == f"{rendered.dynamo_namespace}-{worker_hash}"
+    assert runtime_namespace(rendered.components["Frontend"].objects) == rendered.dynamo_namespace
     assert runtime_namespace([]) is None
 
 
