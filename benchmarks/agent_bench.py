@@ -18,18 +18,7 @@ from pathlib import Path
 
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
-from dynamo_infra.render.agent import agent_objects
-from tests.integration.test_agent import (
-    COMPONENTS,
-    NS,
-    Rig,
-    adapter,
-    deployment,
-    dgd_record,
-    install_crds,
-    start_agent,
-    wait_for,
-)
+from tests.integration.test_agent import Rig, set_up, start_agent, wait_for
 from tools.localcluster import LocalCluster
 
 
@@ -54,15 +43,7 @@ def main() -> int:
         cluster.start()
         try:
             kube = KubeClient(connection.load(str(cluster.kubeconfig)))
-            kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-            install_crds(kube, cluster)
-            for obj in agent_objects(NS, [NS], "unused"):
-                if obj["kind"] != "Deployment":
-                    kube.apply(obj)
-            for component in COMPONENTS:
-                kube.apply(deployment(component))
-            kube.apply(dgd_record())
-            kube.apply(adapter())
+            set_up(kube, cluster)
             started = time.monotonic()
             agent = start_agent(kube, root, "agent")
             rig = Rig(kube, root, agent)

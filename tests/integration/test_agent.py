@@ -210,13 +210,11 @@ def set_rules(kube: KubeClient, rules: list[Manifest]) -> None:
     kube.apply({**role, "rules": rules})
 
 
-@pytest.fixture(scope="module")
-def rig(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    folder = tmp_path_factory.mktemp("agent")
-    kube = KubeClient(connection.load(str(cluster.kubeconfig)))
+def set_up(kube: KubeClient, cluster: LocalCluster) -> None:
+    """The namespace, the Dynamo CRDs, the agent's account bound to its Role (its Deployment is not run
+    here: the agent runs as a process), the workloads, the DGD record and its adapter."""
     kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     install_crds(kube, cluster)
-    # The agent in its namespace (NS too), bound to its Role; its Deployment is not run here.
     for obj in agent_objects(NS, [NS], "unused"):
         if obj["kind"] != "Deployment":
             kube.apply(obj)
@@ -224,6 +222,13 @@ def rig(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iter
         kube.apply(deployment(component))
     kube.apply(dgd_record())
     kube.apply(adapter())
+
+
+@pytest.fixture(scope="module")
+def rig(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    folder = tmp_path_factory.mktemp("agent")
+    kube = KubeClient(connection.load(str(cluster.kubeconfig)))
+    set_up(kube, cluster)
     agent = start_agent(kube, folder, "agent")
     try:
         yield Rig(kube, folder, agent)
