@@ -72,6 +72,27 @@ def decode_replicas(kube: KubeClient, namespace: str) -> int | None:
     return None
 
 
+def live_status(kube: KubeClient, namespace: str) -> tuple[object, object]:
+    """What `kubectl get dgd,dgdsa` shows of the decode component: its ready replicas in the DGD
+    record's status and its DGDSA's `status.replicas` (both written by the agent, not by Pulumi)."""
+    dgd = kube.get(
+        {
+            "apiVersion": RECORD_API_VERSION,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": GRAPH_NAME, "namespace": namespace},
+        }
+    )
+    dgdsa = kube.get(
+        {
+            "apiVersion": RECORD_API_VERSION,
+            "kind": "DynamoGraphDeploymentScalingAdapter",
+            "metadata": {"name": f"{GRAPH_NAME}-{DECODE}", "namespace": namespace},
+        }
+    )
+    ready = (((dgd or {}).get("status") or {}).get("components") or {}).get(DECODE, {}).get("readyReplicas")
+    return ready, ((dgdsa or {}).get("status") or {}).get("replicas")
+
+
 def adapter_replicas(kube: KubeClient, namespace: str) -> int | None:
     """The decode component's DGDSA `spec.replicas` (what the planner sets through its scale subresource)."""
     dgdsa = kube.get(
@@ -219,6 +240,13 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
             (second,) = [p for p in pods.running(DECODE) if p.pod != first.pod]
             wait_until(lambda: has_served(second), SCALE_S, "a request on the new decode worker", pods)
             serving = time.monotonic() - started
+            # The records' live status follows, with no `pulumi up` or refresh: the agent writes it.
+            wait_until(
+                lambda: live_status(harness_kube, ns) == (2, 2),
+                SCALE_S,
+                f"the DGD's and DGDSA's live status\n{agent.tail(40)}",
+                pods,
+            )
             agent_rss = rss_mib(agent)
             print(
                 f"\n[e2e] load step -> planner's request {decided:.1f}s -> agent's scale {scaled:.1f}s "
