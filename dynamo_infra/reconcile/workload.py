@@ -68,7 +68,8 @@ def apply_objects(
         current = (live.get("spec") or {}).get("replicas")
         if current != replicas:
             log(
-                f"{key}: replicas are owned by the autoscaler ({current}); the graph's {replicas} is not applied"
+                f"{key}: replicas are owned at run time ({current} now: an autoscaler's, or the planner's or "
+                f"DGDSA's carried by the agent); the graph's {replicas} is not applied"
             )
         stored[key] = client.apply(_without_replicas(obj))
     return stored
