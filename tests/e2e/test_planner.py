@@ -22,15 +22,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render.agent import AGENT_LABELS, AGENT_NAME
 from tests.e2e.conftest import GRAPHS
-from tests.e2e.test_serving import conn, quiet, served_requests, wait_until  # noqa: F401 (fixtures)
-from tests.integration.harness import copy_project, make_stack, unique
+from tests.e2e.test_serving import conn, deployed, quiet, served_requests, wait_until  # noqa: F401 (fixtures)
+from tests.integration.harness import unique
 from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
@@ -152,21 +151,8 @@ def load(url: str, model: str) -> Iterator[list[str]]:
             stop.set()
 
 
-@contextmanager
-def deployed_with_agent(tmp_path: Path, cluster: LocalCluster, namespace: str) -> Iterator[auto.Stack]:
-    """The planner graph and the agent, deployed by one stack into `namespace`; destroyed at the end."""
-    tmp_path.mkdir(parents=True, exist_ok=True)
-    project = copy_project(tmp_path)
-    copy = project / "graphs" / GRAPH.name
-    copy.parent.mkdir()
-    copy.write_text(GRAPH.read_text())
-    stack = make_stack(project, cluster, unique("planner"), namespace, [copy])
-    stack.set_config("dynamo-infra:agent", auto.ConfigValue(json.dumps({"image": AGENT_IMAGE})))
-    try:
-        assert stack.up(on_output=quiet).summary.result == "succeeded"
-        yield stack
-    finally:
-        stack.destroy(on_output=quiet)
+# The stack's agent option: the agent's image (run by the harness as this repository's virtualenv).
+AGENT_CONFIG = {"dynamo-infra:agent": json.dumps({"image": AGENT_IMAGE})}
 
 
 @contextmanager
@@ -197,7 +183,7 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
 ) -> None:
     ns = unique("planner")
     with (
-        deployed_with_agent(tmp_path / "stack", cluster, ns) as stack,
+        deployed(tmp_path / "stack", cluster, GRAPH, ns, AGENT_CONFIG) as (stack, _),
         agent_running(harness_kube, conn, ns, tmp_path / "agent") as agent,
         served(harness_kube, conn, namespace=ns, graph=GRAPH_NAME, root=tmp_path / "pods") as live,
     ):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,15 +50,22 @@ def quiet(_: str) -> None:
 
 @contextmanager
 def deployed(
-    tmp_path: Path, cluster: LocalCluster, graph: Path, namespace: str
+    tmp_path: Path,
+    cluster: LocalCluster,
+    graph: Path,
+    namespace: str,
+    config: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[auto.Stack, Path]]:
-    """A stack deploying a copy of `graph` (returned, to edit and `up` again); destroyed at the end."""
+    """A stack deploying a copy of `graph` (returned, to edit and `up` again), with these extra stack
+    config values; destroyed at the end."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     project = copy_project(tmp_path)
     copy = project / "graphs" / graph.name
     copy.parent.mkdir()
     copy.write_text(graph.read_text())
     stack = make_stack(project, cluster, unique("serve"), namespace, [copy])
+    for key, value in (config or {}).items():
+        stack.set_config(key, auto.ConfigValue(value))
     try:
         result = stack.up(on_output=quiet)
         assert result.summary.result == "succeeded"
