@@ -5,4 +5,4 @@ import sys
 from dynamo_infra.agent.cli import main
 
 if __name__ == "__main__":
-    sys.exit(main(["agent", *sys.argv[1:]]))
+    sys.exit(main())

@@ -11,11 +11,11 @@ import kopf
 import pytest
 
 from dynamo_infra.agent.app import Api, Graphs, register, settings
-from dynamo_infra.agent.cli import parser
 from dynamo_infra.agent.errors import Forbidden, named, request_rule
 from dynamo_infra.agent.scale import adapter_changes, scale_requests
 from dynamo_infra.agent.status import RecordError, components_of, recorded
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.cli.main import parser
 from dynamo_infra.reconcile.connection import KubeconfigError, from_environment, in_cluster
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects

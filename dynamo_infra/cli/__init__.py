@@ -1,0 +1,1 @@
+"""The `dynamo-infra` command: one module per subcommand, listed in `main.COMMANDS`."""
