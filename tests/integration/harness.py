@@ -48,11 +48,24 @@ def unique(prefix: str) -> str:
 
 
 def make_stack(
-    project: Path, local: LocalCluster, name: str, namespace: str, graphs: list[Path], **options: object
+    project: Path,
+    local: LocalCluster,
+    name: str,
+    namespace: str,
+    graphs: list[Path],
+    *,
+    backend_url: str | None = None,
+    env_vars: dict[str, str] | None = None,
+    **options: object,
 ) -> auto.Stack:
-    """A stack of the project copy in its own file backend, pointed at the local control plane."""
+    """A stack of the project copy pointed at the local control plane, its state in `backend_url`
+    (default: its own file backend) with the passphrase secrets provider; `env_vars` reach every
+    Pulumi command of the stack (a bucket's credentials); `options` are its cluster options."""
+    backend = backend_url or f"file://{project.parent / 'state'}"
     opts = auto.LocalWorkspaceOptions(
-        work_dir=str(project), env_vars={"PULUMI_BACKEND_URL": f"file://{project.parent / 'state'}"}
+        work_dir=str(project),
+        env_vars={**(env_vars or {}), "PULUMI_BACKEND_URL": backend},
+        secrets_provider="passphrase",
     )
     stack = auto.create_stack(name, work_dir=str(project), opts=opts)
     cluster_options = {"namespace": namespace, "await": {"timeoutSeconds": 180}, **options}
