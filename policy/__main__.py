@@ -22,6 +22,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
@@ -52,20 +53,36 @@ def plain(value: Any) -> Any:
 
 def manifests(props: Mapping[str, Any]) -> list[Manifest]:
     """Kubernetes objects a resource applies: our providers' `objects` (keyed apiVersion/kind/namespace/name),
-    or a pulumi-kubernetes object's own properties."""
-    objects = props.get("objects")
-    if isinstance(objects, Mapping):
-        return [plain(o) for o in objects.values() if isinstance(o, Mapping)]
-    if isinstance(props.get("apiVersion"), str) and isinstance(props.get("kind"), str):
-        return [plain(props)]
-    return []
+    or a pulumi-kubernetes object's own properties. Objects not known yet at preview (rendered from
+    another resource's outputs) are skipped."""
+    try:
+        objects = props.get("objects")
+        if not isinstance(objects, Mapping):
+            is_object = isinstance(props.get("apiVersion"), str) and isinstance(props.get("kind"), str)
+            return [plain(props)] if is_object else []
+        values = list(objects.values())
+    except UnknownValueError:
+        return []
+    found = []
+    for obj in values:
+        try:
+            found.append(plain(obj))
+        except UnknownValueError:
+            continue
+    return [o for o in found if isinstance(o, dict)]
 
 
 def remember_connection(props: Mapping[str, Any]) -> None:
-    kubeconfig = props.get("kubeconfig")
-    if isinstance(kubeconfig, str) and kubeconfig and "kubeconfig" not in _connection:
+    """Keep the first kubeconfig (a secret input, which the analyzer sees in plain text) and context."""
+    if "kubeconfig" in _connection:
+        return
+    try:
+        kubeconfig, context = props.get("kubeconfig"), props.get("context")
+    except UnknownValueError:
+        return
+    if isinstance(kubeconfig, str) and kubeconfig:
         _connection["kubeconfig"] = kubeconfig
-        _connection["context"] = str(props.get("context") or "")
+        _connection["context"] = context if isinstance(context, str) else ""
 
 
 def per_resource(check: Callable[[list[pods.PodTemplate]], list[str]]) -> Callable[..., None]:

@@ -146,9 +146,9 @@ def cluster_gpus(nodes: Iterable[Manifest], resource_slices: Iterable[Manifest] 
     dra: dict[str, int] = {}
     for rs in resource_slices:
         spec = rs.get("spec") or {}
-        node = spec.get("nodeName")
-        if node and _is_gpu_class(spec.get("driver")):
-            dra[node] = dra.get(node, 0) + len(spec.get("devices") or [])
+        node_name = str(spec.get("nodeName") or "")
+        if node_name and _is_gpu_class(spec.get("driver")):
+            dra[node_name] = dra.get(node_name, 0) + len(spec.get("devices") or [])
     return ClusterGpus({n: max(g, dra.get(n, 0)) for n, g in schedulable.items()})
 
 

@@ -60,6 +60,12 @@ def test_a_graph_that_fits_passes_every_policy(policy_stack: PolicyStack) -> Non
     assert ok, out
     assert "✅ dynamo-infra@v0.1.0" in out, out
     assert "[mandatory]" not in out and "[advisory]" not in out, out
+    # The policy config's kubeconfigPath wins over the stack's kubeconfig input; an unreadable cluster fails.
+    ok, out = policy_stack.preview(
+        GRAPH.read_text(), {"gpu-fit": {"kubeconfigPath": str(policy_stack.tmp / "none")}}
+    )
+    assert not ok, out
+    assert "[mandatory]  gpu-fit" in out and "cannot read kubeconfig" in out, out
 
 
 def test_a_graph_that_cannot_schedule_fails_the_preview(policy_stack: PolicyStack) -> None:
