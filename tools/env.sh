@@ -10,7 +10,7 @@ _dynamo_infra_env() {
   # 1. Virtualenv with the pinned dependencies and this project installed (editable), reinstalled
   #    only when a requirements file or pyproject.toml changed.
   local want
-  want="$(cat requirements.txt requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)"
+  want="$(cat requirements.txt requirements-dev.txt policy/requirements.txt pyproject.toml | sha256sum | cut -c1-16)"
   if [ ! -x .venv/bin/python ] || [ "$(cat .venv/.deps 2>/dev/null)" != "$want" ]; then
     echo "[env] installing the virtualenv (.venv)" >&2
     python3 -m venv .venv || return 1

@@ -16,6 +16,10 @@ where `pulumi-language-python-exec` is looked up beside this file (then on PATH)
 `<python>` is `<venv>/bin/python` with the virtualenv activated, else `$PULUMI_PYTHON_CMD`,
 `python3` or `python` from PATH.
 
+`RunPlugin` runs a plugin directory, the way `pulumi preview --policy-pack DIR` starts a Python
+policy pack: `<venv>/bin/python -u DIR [engine-address]` (the virtualenv from PulumiPolicy.yaml's
+runtime options, default `DIR/venv`), output streamed to the engine.
+
 `install(bin_dir, python)` installs this module plus an `sh` wrapper named
 `pulumi-language-python` into `bin_dir`; the wrapper runs the module with
 `$PULUMI_LANGUAGE_HOST_PYTHON` if set, else with the `python` given to `install`.
@@ -242,11 +246,8 @@ def plugin_packages(python: Python) -> list[dict[str, Any]]:
     return result
 
 
-def stream_command(argv: list[str], cwd: str, env: dict[str, str]) -> Iterator[tuple[str, bytes]]:
-    """Run a command, yielding ("stdout"|"stderr", chunk) as output arrives; raise on failure."""
-    proc = subprocess.Popen(
-        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+def pump_output(proc: subprocess.Popen[bytes]) -> Iterator[tuple[str, bytes]]:
+    """Yield ("stdout"|"stderr", chunk) from a process's pipes as output arrives, until both close."""
     chunks: queue.Queue[tuple[str, bytes | None]] = queue.Queue()
 
     def pump(name: str, stream: Any) -> None:
@@ -256,12 +257,22 @@ def stream_command(argv: list[str], cwd: str, env: dict[str, str]) -> Iterator[t
 
     for name, stream in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         threading.Thread(target=pump, args=(name, stream), daemon=True).start()
-    open_streams, tail = 2, b""
+    open_streams = 2
     while open_streams:
         name, chunk = chunks.get()
         if chunk is None:
             open_streams -= 1
             continue
+        yield name, chunk
+
+
+def stream_command(argv: list[str], cwd: str, env: dict[str, str]) -> Iterator[tuple[str, bytes]]:
+    """Run a command, yielding ("stdout"|"stderr", chunk) as output arrives; raise on failure."""
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    tail = b""
+    for name, chunk in pump_output(proc):
         if name == "stderr":
             tail = (tail + chunk)[-4000:]
         yield name, chunk
@@ -301,6 +312,8 @@ class LanguageHost:
         self.engine_address = engine_address
         self.tracing = tracing
         self.defaults = defaults
+        # Plugin processes started by RunPlugin and still running (stopped with the host).
+        self.plugins: set[subprocess.Popen[bytes]] = set()
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -434,6 +447,57 @@ class LanguageHost:
         if code < 0:
             return language_pb2.RunResponse(error=f"program exited unexpectedly: signal {-code}")
         return language_pb2.RunResponse(error=f"program exited with non-zero exit code: {code}")
+
+    def RunPlugin(self, request: Any, context: Any) -> Iterator[Any]:
+        """Run a plugin directory (a policy pack: `PulumiPolicy.yaml` `runtime: python`) as Pulumi's
+        host does for a bare directory: `<venv python> -u <directory> [args]` in the engine's working
+        directory, its output streamed back, a non-zero exit code sent last. The virtualenv defaults
+        to `venv` in the plugin directory (never the ambient Python)."""
+        from pulumi.runtime.proto import language_pb2
+
+        try:
+            python = self._python(request.info)
+            if not python.virtualenv:
+                root = request.info.root_directory or request.info.program_directory
+                python = Python("venv", os.path.join(root, "venv"), python.typechecker)
+            python.validate()
+            program = request.info.program_directory
+            if not os.path.isfile(os.path.join(program, "__main__.py")):
+                raise HostError(f"plugin {program} is not runnable: it has no __main__.py")
+            env = python.env()
+            env.update(entry.partition("=")[::2] for entry in request.env)
+            argv = [python.executable(), "-u", program, *request.args]
+            proc = subprocess.Popen(
+                argv,
+                cwd=request.pwd or None,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        except (HostError, OSError, ValueError) as err:
+            self._fail(context, err)
+            return
+        self.plugins.add(proc)
+        # The engine stops a plugin by cancelling this call.
+        context.add_callback(lambda: None if proc.poll() is not None else proc.terminate())
+        try:
+            for name, chunk in pump_output(proc):
+                if name == "stdout":
+                    yield language_pb2.RunPluginResponse(stdout=chunk)
+                else:
+                    yield language_pb2.RunPluginResponse(stderr=chunk)
+            code = proc.wait()
+        finally:
+            self.plugins.discard(proc)
+        if code != 0:
+            yield language_pb2.RunPluginResponse(exitcode=code)
+
+    def stop_plugins(self) -> None:
+        """Terminate the plugin processes still running."""
+        for proc in list(self.plugins):
+            if proc.poll() is None:
+                proc.terminate()
 
     def _exec_args(self, request: Any) -> list[str]:
         """Command line for `pulumi-language-python-exec` (same flags as the Go host)."""
@@ -630,6 +694,7 @@ def serve(argv: list[str]) -> None:
     while not stopping.wait(0.5):
         pass
     server.stop(grace=2).wait()
+    host.stop_plugins()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)  # don't wait on handler threads still blocked on a program
