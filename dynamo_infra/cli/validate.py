@@ -1,0 +1,6 @@
+"""stub"""
+NAME="validate"
+HELP="x"
+DESCRIPTION="x"
+def configure(p): pass
+def run(a): return 0
