@@ -19,7 +19,7 @@ from components.graph_plan import GraphPlan, plan_graph
 from components.platform_plan import DEFAULT_CRD_DIR, CRD_API_VERSION, DEVICE_CLASS_API_VERSION
 from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from components.records import records_props
-from dynamo_infra.api.manifest import Manifest, dump_yaml
+from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.reconcile.kube import object_key
@@ -27,7 +27,9 @@ from dynamo_infra.reconcile.ownership import inventory_id, with_inventory
 from dynamo_infra.reconcile.provider import apply_order
 from dynamo_infra.reconcile.records_provider import RECORDS_COMPONENT
 from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
+from dynamo_infra.render.goyaml import marshal
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
+from dynamo_infra.render.replicas import REPLICAS_GRAPH
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
 from dynamo_infra.stack_config import StackConfig
 
@@ -53,6 +55,10 @@ class RenderedFile:
 
     name: str
     objects: tuple[Manifest, ...]
+    # Replicas are written at creation only (an autoscaler, adapter or the agent owns them after).
+    replicas_external: bool = False
+    # Created when missing, never modified (claims): only their presence matters.
+    create_only: bool = False
 
 
 @dataclass
@@ -79,6 +85,12 @@ class RenderResult:
             path.write_text(dump_yaml(list(f.objects)))
             written.append(path)
         return written
+
+
+def dump_yaml(objects: list[Manifest]) -> str:
+    """Objects as Kubernetes' own YAML writer prints them (strings such as `n` or `on` quoted, so they
+    read back as strings in kubectl's YAML 1.1 too; keys sorted)."""
+    return "---\n".join(marshal(o) for o in objects)
 
 
 def file_name(graph: str, part: str) -> str:
@@ -134,7 +146,9 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
     ns, graph = r.namespace, r.name
     files = [
         RenderedFile(
-            file_name(graph, "_claims"), tuple(c.manifest for c in plan.claims if c.manifest is not None)
+            file_name(graph, "_claims"),
+            tuple(c.manifest for c in plan.claims if c.manifest is not None),
+            create_only=True,
         )
     ]
     if plan.shared:
@@ -148,7 +162,9 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
         )
     for c in plan.components:
         name = c.rendered.name
-        files.append(RenderedFile(file_name(graph, name), _stamped(list(c.rendered.objects), ns, graph, name)))
+        external = bool(c.rendered.scaling_adapter or c.rendered.autoscaled or c.replicas != REPLICAS_GRAPH)
+        objects = _stamped(list(c.rendered.objects), ns, graph, name)
+        files.append(RenderedFile(file_name(graph, name), objects, replicas_external=external))
     autoscalers = []
     for s in plan.scaling:
         component = r.components[s.component]

@@ -56,6 +56,10 @@ class StackFile:
         values = {**self.values, "cluster": {**(cluster if isinstance(cluster, dict) else {}), "namespace": namespace}}
         return replace(self, values=values)
 
+    def with_values(self, values: dict[str, Any]) -> StackFile:
+        """The stack with these values instead of its own."""
+        return replace(self, values=values)
+
     def get(self, key: str) -> str | None:
         value = self.values.get(key)
         if value is None:
@@ -74,7 +78,14 @@ class StackFile:
         return text == "true"
 
     def get_object(self, key: str) -> Any:
-        return self.values.get(key)
+        """The value; a string holds JSON (as `pulumi config set` and the Automation API store objects)."""
+        value = self.values.get(key)
+        if not isinstance(value, str):
+            return value
+        try:
+            return json.loads(value)
+        except ValueError:
+            raise StackFileError(f"{CONFIG_NAMESPACE}:{key}: not a JSON or YAML object: {value!r}") from None
 
 
 def _load(path: Path) -> Any:
