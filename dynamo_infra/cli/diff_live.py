@@ -36,7 +36,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", type=Path, help="kubeconfig file (default: the stack's)")
     parser.add_argument("--context", help="kubeconfig context (default: the stack's)")
     parser.add_argument("--namespace", help="the namespace the stack was rendered into, if not its own")
-    parser.add_argument("--project-dir", type=Path, help="the Pulumi project (default: the current directory)")
+    parser.add_argument(
+        "--project-dir", type=Path, help="the Pulumi project (default: the current directory)"
+    )
 
 
 def live_drift(client: Any, result: Any) -> list[Any]:
@@ -55,7 +57,11 @@ def live_drift(client: Any, result: Any) -> list[Any]:
             rendered_keys.add(key)
             out.extend(
                 object_drift(
-                    key, obj, client.get(obj), replicas_external=f.replicas_external, create_only=f.create_only
+                    key,
+                    obj,
+                    client.get(obj),
+                    replicas_external=f.replicas_external,
+                    create_only=f.create_only,
                 )
             )
             label = ((obj.get("metadata") or {}).get("labels") or {}).get(INVENTORY_LABEL)

@@ -72,12 +72,21 @@ def field_changes(rendered: Any, live: Any, path: str = "") -> list[tuple[str, A
     if isinstance(rendered, list):
         if not isinstance(live, list) or len(live) != len(rendered):
             return [(path, rendered, live)]
-        return [c for i, (r, lv) in enumerate(zip(rendered, live, strict=True)) for c in field_changes(r, lv, f"{path}[{i}]")]
+        return [
+            c
+            for i, (r, lv) in enumerate(zip(rendered, live, strict=True))
+            for c in field_changes(r, lv, f"{path}[{i}]")
+        ]
     return [] if _same_scalar(rendered, live) else [(path, rendered, live)]
 
 
 def object_drift(
-    key: str, rendered: Manifest, live: Manifest | None, *, replicas_external: bool = False, create_only: bool = False
+    key: str,
+    rendered: Manifest,
+    live: Manifest | None,
+    *,
+    replicas_external: bool = False,
+    create_only: bool = False,
 ) -> list[Drift]:
     """The drift of one rendered object against its live state (None: missing)."""
     if live is None:

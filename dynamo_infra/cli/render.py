@@ -31,11 +31,15 @@ stderr say which applied. Secure stack values are not decrypted (a kubeconfig is
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("sources", nargs="+", metavar="STACK|FILES", help="a stack name or file, or DGD files")
+    parser.add_argument(
+        "sources", nargs="+", metavar="STACK|FILES", help="a stack name or file, or DGD files"
+    )
     parser.add_argument("--out", type=Path, help="write one file per graph part under this directory")
     parser.add_argument("--cluster", help="cluster options for FILES: JSON, or @file (JSON or YAML)")
     parser.add_argument("--namespace", help="render into this namespace instead of the stack's")
-    parser.add_argument("--project-dir", type=Path, help="the Pulumi project (default: the current directory)")
+    parser.add_argument(
+        "--project-dir", type=Path, help="the Pulumi project (default: the current directory)"
+    )
 
 
 def cluster_data(value: str | None) -> Any:

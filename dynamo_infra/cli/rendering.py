@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from components.graph_plan import GraphPlan, plan_graph
-from components.platform_plan import DEFAULT_CRD_DIR, CRD_API_VERSION, DEVICE_CLASS_API_VERSION
-from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
+from components.platform_plan import (
+    CRD_API_VERSION,
+    DEFAULT_CRD_DIR,
+    DEVICE_CLASS_API_VERSION,
+    Ownership,
+    PlatformArgs,
+    PlatformPlan,
+    plan_platform,
+)
 from components.records import records_props
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
@@ -29,8 +36,8 @@ from dynamo_infra.reconcile.records_provider import RECORDS_COMPONENT
 from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
 from dynamo_infra.render.goyaml import marshal
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
-from dynamo_infra.render.replicas import REPLICAS_GRAPH
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
+from dynamo_infra.render.replicas import REPLICAS_GRAPH
 from dynamo_infra.stack_config import StackConfig
 
 # The program's platform name (its children are named after it).
@@ -114,7 +121,10 @@ def platform_objects(plan: PlatformPlan) -> list[Manifest]:
         )
     if plan.device_class:
         dc = plan.device_class
-        out.append({"apiVersion": DEVICE_CLASS_API_VERSION, "kind": "DeviceClass", "metadata": dc.metadata} | dc.inputs)
+        out.append(
+            {"apiVersion": DEVICE_CLASS_API_VERSION, "kind": "DeviceClass", "metadata": dc.metadata}
+            | dc.inputs
+        )
     for role in plan.cluster_roles:
         out.append(
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": role.metadata}
@@ -128,7 +138,9 @@ def platform_objects(plan: PlatformPlan) -> list[Manifest]:
     for kind in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
         for o in (o for o in plan.agent if o.kind == kind):
             inputs = {_camel(k): v for k, v in o.inputs.items()}
-            out.append({"apiVersion": AGENT_API_VERSIONS[kind], "kind": kind, "metadata": o.metadata, **inputs})
+            out.append(
+                {"apiVersion": AGENT_API_VERSIONS[kind], "kind": kind, "metadata": o.metadata, **inputs}
+            )
     return out
 
 
@@ -152,8 +164,12 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
         )
     ]
     if plan.shared:
-        files.append(RenderedFile(file_name(graph, "_shared"), _stamped(list(plan.shared.objects), ns, graph, "")))
-    files.append(RenderedFile(file_name(graph, "_checkpoints"), tuple(c.checkpoint for c in plan.checkpoints)))
+        files.append(
+            RenderedFile(file_name(graph, "_shared"), _stamped(list(plan.shared.objects), ns, graph, ""))
+        )
+    files.append(
+        RenderedFile(file_name(graph, "_checkpoints"), tuple(c.checkpoint for c in plan.checkpoints))
+    )
     if plan.podcliqueset:
         files.append(
             RenderedFile(
@@ -165,11 +181,13 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
         external = bool(c.rendered.scaling_adapter or c.rendered.autoscaled or c.replicas != REPLICAS_GRAPH)
         objects = _stamped(list(c.rendered.objects), ns, graph, name)
         files.append(RenderedFile(file_name(graph, name), objects, replicas_external=external))
-    autoscalers = []
+    autoscalers: list[Manifest] = []
     for s in plan.scaling:
         component = r.components[s.component]
         labels = {LABEL_GRAPH: graph, LABEL_COMPONENT: component.name}
-        obj = autoscaler_object(scale_target(component.objects, component.scale_target), ns, s.autoscaler, labels)
+        obj = autoscaler_object(
+            scale_target(component.objects, component.scale_target), ns, s.autoscaler, labels
+        )
         autoscalers.extend(_stamped([obj], ns, graph, f"{component.name}-autoscaler"))
     files.append(RenderedFile(file_name(graph, "_autoscalers"), tuple(autoscalers)))
     files.append(RenderedFile(file_name(graph, "_records"), records(plan)))
@@ -194,7 +212,9 @@ def _notes(plan: GraphPlan) -> list[str]:
     if plan.checkpoints:
         notes.append(f"graph {graph}: checkpoint capture Jobs are created by `up` and not rendered")
     if any(c.rendered.pull_secret_discovery for c in plan.components) or plan.podcliqueset:
-        notes.append(f"graph {graph}: image pull secrets are discovered in the namespace at `up`: none rendered")
+        notes.append(
+            f"graph {graph}: image pull secrets are discovered in the namespace at `up`: none rendered"
+        )
     return notes
 
 
@@ -202,7 +222,11 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
     """A stack's objects as its `pulumi up` on an empty cluster creates them."""
     options = stack.cluster
     result = RenderResult()
-    if options.mpi.ssh_secret_namespace and options.mpi.ssh_secret_namespace != options.namespace and stack.has_multinode():
+    if (
+        options.mpi.ssh_secret_namespace
+        and options.mpi.ssh_secret_namespace != options.namespace
+        and stack.has_multinode()
+    ):
         result.notes.append(
             f"the MPI SSH key secret {options.mpi.ssh_secret_name} is copied from "
             f"{options.mpi.ssh_secret_namespace} at `up`: not rendered"
@@ -219,7 +243,9 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
         agent=stack.agent,
         agent_await=options.await_policy.mode != "skip",
     )
-    result.files.append(RenderedFile(PLATFORM_FILE, tuple(platform_objects(plan_platform(PLATFORM_NAME, args)))))
+    result.files.append(
+        RenderedFile(PLATFORM_FILE, tuple(platform_objects(plan_platform(PLATFORM_NAME, args))))
+    )
     for dgd in stack.graphs:
         plan = plan_graph(
             dgd.name,

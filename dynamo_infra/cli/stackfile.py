@@ -53,7 +53,10 @@ class StackFile:
         if not namespace:
             return self
         cluster = self.values.get("cluster")
-        values = {**self.values, "cluster": {**(cluster if isinstance(cluster, dict) else {}), "namespace": namespace}}
+        values = {
+            **self.values,
+            "cluster": {**(cluster if isinstance(cluster, dict) else {}), "namespace": namespace},
+        }
         return replace(self, values=values)
 
     def with_values(self, values: dict[str, Any]) -> StackFile:
@@ -179,4 +182,6 @@ def read_stack(ref: str, project_dir: Path | None = None) -> StackFile:
     stack = name[len("Pulumi.") : -len(path.suffix)] if name.startswith("Pulumi.") else path.stem
     values = {**defaults, **own}
     secure_keys = sorted({*secure_defaults, *secure} - {f"{CONFIG_NAMESPACE}:{k}" for k in own})
-    return StackFile(str(project["name"]), stack, root.resolve(), path, _resolved(values, root), tuple(secure_keys))
+    return StackFile(
+        str(project["name"]), stack, root.resolve(), path, _resolved(values, root), tuple(secure_keys)
+    )

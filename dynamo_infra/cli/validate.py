@@ -53,9 +53,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _documents_index(docs: list[Any], name: str) -> int:
     for i, d in enumerate(docs):
-        if isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment":
-            if (d.get("metadata") or {}).get("name") == name:
-                return i
+        dgd = isinstance(d, dict) and d.get("kind") == "DynamoGraphDeployment"
+        if dgd and (d.get("metadata") or {}).get("name") == name:
+            return i
     return 0
 
 

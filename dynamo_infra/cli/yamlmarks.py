@@ -35,7 +35,9 @@ def compose(text: str) -> list[yaml.Node]:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError:
         return []
-    return [n for n in nodes if n is not None and not (isinstance(n, yaml.ScalarNode) and n.tag.endswith(":null"))]
+    return [
+        n for n in nodes if n is not None and not (isinstance(n, yaml.ScalarNode) and n.tag.endswith(":null"))
+    ]
 
 
 def _position(node: yaml.Node) -> Position:
@@ -51,9 +53,9 @@ def _step_mapping(node: yaml.MappingNode, rest: str) -> tuple[yaml.Node, yaml.No
     best: tuple[yaml.Node, yaml.Node, str] | None = None
     for key, value in node.value:
         k = _key_text(key)
-        if k and rest.startswith(k) and (len(rest) == len(k) or rest[len(k)] in ".["):
-            if best is None or len(k) > len(_key_text(best[0])):
-                best = (key, value, rest[len(k) :])
+        fits = k and rest.startswith(k) and (len(rest) == len(k) or rest[len(k)] in ".[")
+        if fits and (best is None or len(k) > len(_key_text(best[0]))):
+            best = (key, value, rest[len(k) :])
     return best
 
 

@@ -11,9 +11,10 @@ import json
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+import yaml
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.cli import main as cli
@@ -69,14 +70,16 @@ def normalised(obj: Manifest, namespace: str, worker_hash: str = "") -> Manifest
     if obj["kind"] == "PersistentVolumeClaim":
         out["spec"] = {k: v for k, v in out["spec"].items() if k != "volumeName"}
     text = json.dumps(out).replace(namespace, "<ns>")
-    return json.loads(text.replace(worker_hash, "<hash>") if worker_hash else text)
+    return cast(Manifest, json.loads(text.replace(worker_hash, "<hash>") if worker_hash else text))
 
 
 def objects_in(kube: KubeClient, namespace: str, kinds: set[tuple[str, str]]) -> dict[str, Manifest]:
     record = kube.get(stub(RECORD_API_VERSION, DGD_KIND, namespace, "mocker-agg")) or {}
     worker_hash = record["metadata"]["annotations"][ANNOTATION_CURRENT_WORKER_HASH]
     return {
-        object_key(o).replace(namespace, "<ns>").replace(worker_hash, "<hash>"): normalised(o, namespace, worker_hash)
+        object_key(o).replace(namespace, "<ns>").replace(worker_hash, "<hash>"): normalised(
+            o, namespace, worker_hash
+        )
         for api_version, kind in sorted(kinds)
         for o in kube.list(api_version, kind, namespace)
     }
@@ -107,13 +110,22 @@ def test_rendered_objects_applied_with_kubectl_equal_what_up_created(
         "mocker-agg/_records.yaml",
         "mocker-agg/_shared.yaml",
     ]
-    rendered = [d for p in sorted(out.rglob("*.yaml")) for d in __import__("yaml").safe_load_all(p.read_text())]
+    rendered = [d for p in sorted(out.rglob("*.yaml")) for d in yaml.safe_load_all(p.read_text())]
     namespaced = {(d["apiVersion"], d["kind"]) for d in rendered if d["metadata"].get("namespace")}
     kube = deployed.kube
     try:
         # The platform first (the namespace), then the graph; one server-side apply.
         applied = subprocess.run(
-            [kubectl(), "--kubeconfig", str(cluster.kubeconfig), "apply", "--server-side", "-R", "-f", str(out)],
+            [
+                kubectl(),
+                "--kubeconfig",
+                str(cluster.kubeconfig),
+                "apply",
+                "--server-side",
+                "-R",
+                "-f",
+                str(out),
+            ],
             capture_output=True,
             text=True,
         )
@@ -122,9 +134,10 @@ def test_rendered_objects_applied_with_kubectl_equal_what_up_created(
         assert sorted(ours) == sorted(theirs)
         for key in ours:
             assert ours[key] == theirs[key], key
-        assert normalised(kube.get(namespace_object(other)) or {}, other)["metadata"] == normalised(
-            kube.get(namespace_object(deployed.ns)) or {}, deployed.ns
-        )["metadata"]
+        assert (
+            normalised(kube.get(namespace_object(other)) or {}, other)["metadata"]
+            == normalised(kube.get(namespace_object(deployed.ns)) or {}, deployed.ns)["metadata"]
+        )
     finally:
         kube.delete(namespace_object(other), propagation="Background")
 
@@ -143,7 +156,9 @@ def test_diff_live_reports_exactly_the_edits_made_by_hand(
         [{"op": "replace", "path": f"/spec/template/spec/containers/0/env/{i}/value", "value": "edited"}],
         manager="kubectl",
     )
-    service = next(s for s in kube.list("v1", "Service", ns) if s["metadata"]["name"] == "mocker-agg-frontend")
+    service = next(
+        s for s in kube.list("v1", "Service", ns) if s["metadata"]["name"] == "mocker-agg-frontend"
+    )
     kube.delete(service)
     kube.wait_deleted(service, 30)
     code, drift = diff_live(deployed, capsys)

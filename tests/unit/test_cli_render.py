@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -48,7 +49,7 @@ def test_a_stack_is_read_by_name_with_paths_resolved_and_secrets_reported(projec
     with pytest.raises(Exception, match="kubeconfig"):
         StackConfig.from_config(stack)
     assert read_stack(str(project / "stacks" / "Pulumi.team.yaml")).stack == "team"
-    with pytest.raises(StackFileError, match="Pulumi.nope.yaml does not exist"):
+    with pytest.raises(StackFileError, match=r"Pulumi\.nope\.yaml does not exist"):
         read_stack("nope", project)
 
 
@@ -57,7 +58,7 @@ def render(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
-def test_render_is_deterministic_with_stable_file_names(
+def test_a_stack_renders_one_file_per_part_with_its_platform(
     project: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "out"
@@ -71,13 +72,26 @@ def test_render_is_deterministic_with_stable_file_names(
         "mocker-agg/_records.yaml",
         "mocker-agg/_shared.yaml",
     ]
-    first = render(["team", "--project-dir", str(project)], capsys)
-    assert first == render(["team", "--project-dir", str(project)], capsys)
-    docs = [d for d in yaml.safe_load_all(first) if d]
-    assert docs[0]["kind"] == "Namespace" and docs[0]["metadata"]["name"] == "team-a"
-    assert {d["metadata"].get("namespace") for d in docs if d["kind"] == "Deployment"} == {"team-a"}
-    # Every file's objects, and only those, in the stream.
-    assert len(docs) == sum(len([d for d in yaml.safe_load_all(p.read_text()) if d]) for p in out.rglob("*.yaml"))
+    platform = [d for d in yaml.safe_load_all((out / "_platform.yaml").read_text()) if d]
+    assert platform[0]["kind"] == "Namespace" and platform[0]["metadata"]["name"] == "team-a"
+    assert "CustomResourceDefinition" in {d["kind"] for d in platform}
+    worker = yaml.safe_load((out / "mocker-agg" / "MockerWorker.yaml").read_text().split("---")[0])
+    assert worker["metadata"]["namespace"] == "team-a"
+
+
+def test_render_is_deterministic_and_the_stream_holds_every_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graph = str(REPO / "examples" / "mocker-agg.yaml")
+    first = render([graph], capsys)
+    assert first == render([graph], capsys)
+    out = tmp_path / "out"
+    render([graph, "--out", str(out)], capsys)
+    files = sorted(out.rglob("*.yaml"))
+    in_files = [d for p in files for d in yaml.safe_load_all(p.read_text()) if d]
+    in_stream = [d for d in yaml.safe_load_all(first) if d]
+    key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
+    assert sorted(map(key, in_stream)) == sorted(map(key, in_files)) and len(in_stream) == 9
 
 
 def test_graph_files_render_with_cluster_options_and_no_platform(capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,7 +105,9 @@ def test_graph_files_render_with_cluster_options_and_no_platform(capsys: pytest.
 
 def test_field_changes_walk_only_what_was_rendered() -> None:
     rendered = {"spec": {"replicas": 1, "template": {"env": [{"name": "A", "value": "1"}]}, "cpu": "1000m"}}
-    live = {"spec": {"replicas": 1, "template": {"env": [{"name": "A", "value": "1"}]}, "cpu": "1", "extra": 5}}
+    live: dict[str, Any] = {
+        "spec": {"replicas": 1, "template": {"env": [{"name": "A", "value": "1"}]}, "cpu": "1", "extra": 5}
+    }
     assert field_changes(rendered, live) == []
     live["spec"]["template"]["env"][0]["value"] = "2"
     live["spec"]["replicas"] = 3

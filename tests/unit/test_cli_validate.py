@@ -90,7 +90,12 @@ def test_with_admission_the_corpus_placeholders_are_denied_at_their_lines(
             "unknown-field",
             [
                 (11, 7, "spec.services.Frontend.replica", "unknown field"),
-                (15, 11, "spec.services.Frontend.extraPodSpec.mainContainer.imagePullPolicyy", "unknown field"),
+                (
+                    15,
+                    11,
+                    "spec.services.Frontend.extraPodSpec.mainContainer.imagePullPolicyy",
+                    "unknown field",
+                ),
             ],
         ),
         (
@@ -135,6 +140,11 @@ def test_broken_files_report_every_problem_at_its_line(
 def test_text_and_github_formats_name_file_and_line(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(BROKEN / "wrong-types.yaml")
     assert cli.main(["validate", path]) == cli.EXIT_FINDINGS
-    assert capsys.readouterr().out == f"{path}:10:7: spec.services.Frontend.replicas: must be an integer (got string)\n"
+    assert (
+        capsys.readouterr().out
+        == f"{path}:10:7: spec.services.Frontend.replicas: must be an integer (got string)\n"
+    )
     assert cli.main(["validate", "--format", "github", path]) == cli.EXIT_FINDINGS
-    assert capsys.readouterr().out.startswith(f"::error file={path},line=10,col=7::spec.services.Frontend.replicas:")
+    assert capsys.readouterr().out.startswith(
+        f"::error file={path},line=10,col=7::spec.services.Frontend.replicas:"
+    )
