@@ -53,6 +53,8 @@ AGENT_API_VERSIONS = {
     "Role": "rbac.authorization.k8s.io/v1",
     "RoleBinding": "rbac.authorization.k8s.io/v1",
 }
+# Said once when a graph's pods get the image pull secrets a live `up` finds in the namespace.
+NOTE_PULL_SECRETS = "image pull secrets found in the namespace at `up` are added to pods: none rendered"
 _SNAKE = re.compile(r"_([a-z])")
 
 
@@ -211,10 +213,6 @@ def _notes(plan: GraphPlan) -> list[str]:
     notes = [f"graph {graph}: {w}" for w in (*plan.warnings, *plan.unserved)]
     if plan.checkpoints:
         notes.append(f"graph {graph}: checkpoint capture Jobs are created by `up` and not rendered")
-    if any(c.rendered.pull_secret_discovery for c in plan.components) or plan.podcliqueset:
-        notes.append(
-            f"graph {graph}: image pull secrets are discovered in the namespace at `up`: none rendered"
-        )
     return notes
 
 
@@ -246,6 +244,7 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
     result.files.append(
         RenderedFile(PLATFORM_FILE, tuple(platform_objects(plan_platform(PLATFORM_NAME, args))))
     )
+    plans: list[GraphPlan] = []
     for dgd in stack.graphs:
         plan = plan_graph(
             dgd.name,
@@ -256,19 +255,31 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
             autoscalers=stack.autoscalers.get(dgd.name),
             agent=stack.agent is not None,
         )
+        plans.append(plan)
         result.files.extend(graph_files(plan))
         result.notes.extend(_notes(plan))
+    result.notes.extend(_pull_secrets_note(plans))
     return result
+
+
+def _pull_secrets_note(plans: list[GraphPlan]) -> list[str]:
+    """The one note on image pull secrets, when a graph's pods get those found in the namespace."""
+    discovering = any(
+        p.podcliqueset or any(c.rendered.pull_secret_discovery for c in p.components) for p in plans
+    )
+    return [NOTE_PULL_SECRETS] if discovering else []
 
 
 def render_files(paths: list[Path], options: ClusterOptions) -> RenderResult:
     """Graph files' objects with these cluster options (no platform layer)."""
     result = RenderResult()
+    plans: list[GraphPlan] = []
     for path in paths:
         dgd = load_graph(path, admission=options.admission.enabled)
-        plan = plan_graph(dgd.name, dgd, options, options.namespace)
-        result.files.extend(graph_files(plan))
-        result.notes.extend(_notes(plan))
+        plans.append(plan_graph(dgd.name, dgd, options, options.namespace))
+        result.files.extend(graph_files(plans[-1]))
+        result.notes.extend(_notes(plans[-1]))
+    result.notes.extend(_pull_secrets_note(plans))
     return result
 
 

@@ -91,7 +91,7 @@ def test_render_is_deterministic_and_the_stream_holds_every_file(
     in_files = [d for p in files for d in yaml.safe_load_all(p.read_text()) if d]
     in_stream = [d for d in yaml.safe_load_all(first) if d]
     key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
-    assert sorted(map(key, in_stream)) == sorted(map(key, in_files)) and len(in_stream) == 9
+    assert sorted(map(key, in_stream)) == sorted(map(key, in_files)) and len(in_stream) == len(in_files) > 0
 
 
 def test_graph_files_render_with_cluster_options_and_no_platform(capsys: pytest.CaptureFixture[str]) -> None:
