@@ -63,16 +63,17 @@ class StackConfig:
     agent: AgentOptions | None = None
 
     @classmethod
-    def from_config(cls, config: ConfigReader) -> StackConfig:
+    def from_config(cls, config: ConfigReader, *, kubeconfig: bool = True) -> StackConfig:
         """Every key read and checked, in this order: cluster, platform, agent, kubeconfig, graphs,
-        autoscalers."""
+        autoscalers. `kubeconfig=False` (rendering without a cluster) leaves the kubeconfig unread
+        (empty); the program always reads it."""
         cluster = read_cluster(config)
         platform = read_platform(config, cluster)
         agent = read_agent(config)
-        kubeconfig_key, kubeconfig = read_kubeconfig(config)
+        kubeconfig_key, content = read_kubeconfig(config) if kubeconfig else (key("kubeconfig"), "")
         graphs = read_graphs(config, cluster)
         return cls(
-            kubeconfig=kubeconfig,
+            kubeconfig=content,
             kubeconfig_key=kubeconfig_key,
             context=config.get("context"),
             cluster=cluster,

@@ -27,7 +27,12 @@ EXIT_USAGE = 2
 EXIT_ERROR = 3
 
 # The subcommands, in `--help` order: module paths relative to this package, or absolute.
-COMMANDS: tuple[str, ...] = ("dynamo_infra.agent.cli",)
+COMMANDS: tuple[str, ...] = (
+    "dynamo_infra.cli.render",
+    "dynamo_infra.cli.validate",
+    "dynamo_infra.cli.diff_live",
+    "dynamo_infra.agent.cli",
+)
 
 EPILOG = f"""exit codes:
   {EXIT_OK}  success, nothing to report
