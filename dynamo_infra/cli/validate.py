@@ -114,5 +114,13 @@ def run(args: argparse.Namespace) -> int:
         errors = sum(f.severity == "error" for f in findings)
         if args.format == "text":
             bad = len({f.file for f in findings if f.severity == "error"})
-            print(f"{len(args.files)} files, {errors} problems in {bad}", file=sys.stderr)
+            print(
+                f"{plural(len(args.files), 'file')} checked: {plural(errors, 'problem')} "
+                f"in {plural(bad, 'file')}",
+                file=sys.stderr,
+            )
     return EXIT_FINDINGS if any(f.severity == "error" for f in findings) else EXIT_OK
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
