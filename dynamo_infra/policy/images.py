@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dynamo_infra.policy.pods import PodTemplate, containers
+from dynamo_infra.policy.pods import PodTemplate, named_containers
 
 # A digest reference (`repo@sha256:<hex>`), pinned whatever its tag says.
 DIGEST = re.compile(r"@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,}$")
@@ -59,13 +59,9 @@ def unpinned_reason(image: str) -> str | None:
 def image_violations(templates: list[PodTemplate]) -> list[str]:
     """One line per container whose image is not pinned."""
     out = []
-    for t in templates:
-        role = f" ({t.role})" if t.role else ""
-        for _, c in containers(t.spec):
-            image = str(c.get("image") or "")
-            reason = unpinned_reason(image) if image else "has no image"
-            if reason:
-                out.append(
-                    f"{t.workload}{role} container {c.get('name')}: image {image!r} {reason}; pin a version tag or a digest"
-                )
+    for where, c in named_containers(templates):
+        image = str(c.get("image") or "")
+        reason = unpinned_reason(image) if image else "has no image"
+        if reason:
+            out.append(f"{where}: image {image!r} {reason}; pin a version tag or a digest")
     return out

@@ -91,3 +91,11 @@ def containers(spec: Manifest) -> Iterator[tuple[str, Manifest]]:
         for c in spec.get(field) or []:
             if isinstance(c, Mapping):
                 yield field, dict(c)
+
+
+def named_containers(templates: Iterable[PodTemplate]) -> Iterator[tuple[str, Manifest]]:
+    """(`<workload> (<role>) container <name>`, container) of every container of the templates."""
+    for t in templates:
+        role = f" ({t.role})" if t.role else ""
+        for _, c in containers(t.spec):
+            yield f"{t.workload}{role} container {c.get('name')}", c

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from dynamo_infra.policy.pods import PodTemplate, containers
+from dynamo_infra.policy.pods import PodTemplate, named_containers
 
 # Words of a variable name (split at `_`, `-`, `.`) that say it holds a secret.
 SECRET_WORDS = frozenset(
@@ -54,17 +54,14 @@ def secret_reason(name: str, value: str) -> str | None:
 def secret_env_violations(templates: list[PodTemplate]) -> list[str]:
     """One line per env entry with a literal value that looks like a secret (the value never shown)."""
     out = []
-    for t in templates:
-        role = f" ({t.role})" if t.role else ""
-        for _, c in containers(t.spec):
-            for entry in c.get("env") or []:
-                value = entry.get("value")
-                if "valueFrom" in entry or not isinstance(value, str):
-                    continue
-                reason = secret_reason(str(entry.get("name", "")), value)
-                if reason:
-                    out.append(
-                        f"{t.workload}{role} container {c.get('name')}: env {entry.get('name')} has a literal "
-                        f"value and {reason}; use valueFrom.secretKeyRef"
-                    )
+    for where, c in named_containers(templates):
+        for entry in c.get("env") or []:
+            value = entry.get("value")
+            if "valueFrom" in entry or not isinstance(value, str):
+                continue
+            reason = secret_reason(str(entry.get("name", "")), value)
+            if reason:
+                out.append(
+                    f"{where}: env {entry.get('name')} has a literal value and {reason}; use valueFrom.secretKeyRef"
+                )
     return out
