@@ -27,7 +27,7 @@ EXIT_USAGE = 2
 EXIT_ERROR = 3
 
 # The subcommands, in `--help` order: module paths relative to this package, or absolute.
-COMMANDS: tuple[str, ...] = ("dynamo_infra.agent.cli",)
+COMMANDS: tuple[str, ...] = ("dynamo_infra.agent.cli", "dynamo_infra.cli.preview_summary")
 
 EPILOG = f"""exit codes:
   {EXIT_OK}  success, nothing to report
