@@ -49,12 +49,17 @@ class Detail:
     collapsed: frozenset[str] = frozenset()
 
 
+def placeholder(v: Any) -> str:
+    """A nested secret or unknown inside a shown value."""
+    return "(value hidden)" if v is SECRET else f"({AFTER_APPLY})"
+
+
 def value(v: Any) -> str:
     if v is SECRET:
         return HIDDEN
     if v is UNKNOWN:
         return f"({AFTER_APPLY})"
-    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True)
+    text = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=placeholder)
     if len(text) > VALUE_WIDTH:
         text = text[: VALUE_WIDTH - 1] + "…"
     return "`" + text.replace("`", "'").replace("\n", "\\n") + "`"
@@ -134,20 +139,33 @@ def graph_lines(g: GraphChange, detail: Detail) -> list[str]:
     return lines
 
 
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+# Groups of a summary that are not graphs: the platform layer and the stack's other resources.
+NOT_GRAPHS = ("platform", "stack")
+
+
 def headline(s: PreviewSummary) -> str:
-    n = len(s.graphs)
+    graphs = [g for g in s.graphs if g.name not in NOT_GRAPHS]
+    extra = [f"the {g.name}" for g in s.graphs if g.name in NOT_GRAPHS]
+    counted = [f"**{plural(len(graphs), 'graph')}**"] if graphs or not extra else []
+    who = " and ".join([*counted, *extra])
     parts = [
-        f"{s.count('update')} objects updated",
+        f"{plural(s.count('update'), 'object')} updated",
         f"{s.count('create')} created",
         f"{s.count('delete')} deleted",
     ]
     if s.count("replace"):
         parts.insert(1, f"{s.count('replace')} replaced by a new name")
     rollouts = [f"{g.name}/{c}" for g in s.graphs for c in g.rollouts]
-    tail = f"{len(rollouts)} rollout{'s' if len(rollouts) != 1 else ''} of pods"
+    tail = f"{plural(len(rollouts), 'rollout')} of pods"
     if rollouts:
-        tail += " (" + ", ".join(f"`{r}`" for r in rollouts[:10]) + (", …" if len(rollouts) > 10 else "") + ")"
-    return f"**{n} graph{'s' if n != 1 else ''}**: {', '.join(parts)}; {tail}"
+        tail += (
+            " (" + ", ".join(f"`{r}`" for r in rollouts[:10]) + (", …" if len(rollouts) > 10 else "") + ")"
+        )
+    return f"{who}: {', '.join(parts)}; {tail}"
 
 
 def legend(s: PreviewSummary) -> list[str]:
@@ -157,7 +175,7 @@ def legend(s: PreviewSummary) -> list[str]:
     ):
         lines.append(
             "Secret values (Pulumi secrets, the data of Secret objects) are never shown: "
-            f"\"{HIDDEN}\" marks them (Pulumi's JSON does not say whether a secret value changed)."
+            f'"{HIDDEN}" marks them (Pulumi\'s JSON does not say whether a secret value changed).'
         )
     unknown = any(c.unknown_objects for g in s.graphs for c in g.components) or any(
         o.unknown for g in s.graphs for o in g.objects()
@@ -170,7 +188,7 @@ def legend(s: PreviewSummary) -> list[str]:
     return lines
 
 
-def render(s: PreviewSummary, detail: Detail, cut: list[str]) -> str:
+def render(s: PreviewSummary, detail: Detail, cut: list[str], limit: int) -> str:
     title = f"### Pulumi preview{f' of stack `{s.stack}`' if s.stack else ''}"
     lines = [title, "", headline(s), ""]
     if not s.graphs:
@@ -180,12 +198,13 @@ def render(s: PreviewSummary, detail: Detail, cut: list[str]) -> str:
     for note in legend(s):
         lines += [f"> {note}", ""]
     if cut:
-        lines += [f"> Cut to fit the {GITHUB_COMMENT_LIMIT:,}-character comment limit: {'; '.join(cut)}.", ""]
+        lines += [f"> Cut to fit the {limit:,}-character limit of the comment: {'; '.join(cut)}.", ""]
     return "\n".join(lines)
 
 
 def collapse_order(s: PreviewSummary) -> list[str]:
     """Graphs in the order they collapse: those without a rollout first, then the largest."""
+
     def weight(g: GraphChange) -> tuple[bool, int]:
         return (bool(g.rollouts), -sum(len(o.fields) + 1 for o in g.objects()))
 
@@ -195,18 +214,18 @@ def collapse_order(s: PreviewSummary) -> list[str]:
 def comment(s: PreviewSummary, limit: int = DEFAULT_LIMIT) -> str:
     """The Markdown comment, at most `limit` characters."""
     cut: list[str] = []
-    text = render(s, Detail(), cut)
+    text = render(s, Detail(), cut, limit)
     level = 0
     while len(text) > limit and level < len(CUTS):
         cut.append(CUTS[level])
         level += 1
-        text = render(s, Detail(level), cut)
+        text = render(s, Detail(level), cut, limit)
     collapsed: list[str] = []
     order = collapse_order(s)
     while len(text) > limit and len(collapsed) < len(order):
         collapsed.append(order[len(collapsed)])
         note = f"{len(collapsed)} of {len(order)} graphs shown as one line"
-        text = render(s, Detail(level, frozenset(collapsed)), [*cut, note])
+        text = render(s, Detail(level, frozenset(collapsed)), [*cut, note], limit)
     if len(text) > limit:
         note = "\n\n> Cut here to fit the comment limit (run `pulumi preview --diff` for everything)."
         text = text[: max(0, limit - len(note))].rsplit("\n", 1)[0] + note

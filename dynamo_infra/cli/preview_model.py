@@ -49,8 +49,19 @@ SINGLE_OBJECT_INPUTS = ("manifest", "dgd", "checkpoint", "job")
 MAPPED_OBJECT_INPUTS = ("objects", "adapters")
 # Inputs that are plumbing (connection, identity, copies derived from the manifests): never shown.
 PLUMBING_INPUTS = frozenset(
-    {"kubeconfig", "context", "namespace", "graph", "component", "observe", "components", "annotations",
-     "features", "name", "owner"}  # fmt: skip
+    [
+        "kubeconfig",
+        "context",
+        "namespace",
+        "graph",
+        "component",
+        "observe",
+        "components",
+        "annotations",
+        "features",
+        "name",
+        "owner",
+    ]
 )
 # Pulumi resource types that are ComponentResources or the stack: no inputs of their own.
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
@@ -164,26 +175,26 @@ def clean(value: Any) -> Any:
 
 
 def object_key(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    meta: dict[str, Any] = obj["metadata"] if isinstance(obj.get("metadata"), dict) else {}
     parts = [obj.get("apiVersion"), obj.get("kind"), meta.get("namespace"), meta.get("name")]
     return "/".join(str(p) for p in parts if isinstance(p, str) and p)
 
 
 def manifests(resource_type: str, inputs: dict[str, Any]) -> dict[str, Any] | Unknown:
     """The Kubernetes objects a resource writes, by key (UNKNOWN when known only after apply)."""
-    if resource_type.startswith("kubernetes:") and not resource_type.startswith("pulumi:providers"):
-        obj = {k: v for k, v in inputs.items() if not k.startswith("__")}
-        return {object_key(obj): obj}
+    if is_kubernetes(resource_type):
+        manifest = {k: v for k, v in inputs.items() if not k.startswith("__")}
+        return {object_key(manifest): manifest}
     found: dict[str, Any] = {}
     for name in SINGLE_OBJECT_INPUTS:
-        obj = inputs.get(name)
-        if obj is UNKNOWN:
+        obj: Any = inputs.get(name)
+        if isinstance(obj, Unknown):
             return UNKNOWN
         if isinstance(obj, dict) and obj.get("kind"):
             found[object_key(obj)] = obj
     for name in MAPPED_OBJECT_INPUTS:
-        objs = inputs.get(name)
-        if objs is UNKNOWN:
+        objs: Any = inputs.get(name)
+        if isinstance(objs, Unknown):
             return UNKNOWN
         if isinstance(objs, dict):
             for key, obj in objs.items():
@@ -191,7 +202,15 @@ def manifests(resource_type: str, inputs: dict[str, Any]) -> dict[str, Any] | Un
     return found
 
 
-def settings(inputs: dict[str, Any]) -> dict[str, Any]:
+def is_kubernetes(resource_type: str) -> bool:
+    """A pulumi-kubernetes resource: its inputs are the manifest itself."""
+    return resource_type.startswith("kubernetes:")
+
+
+def settings(resource_type: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs that are neither manifests nor plumbing."""
+    if is_kubernetes(resource_type):
+        return {}
     skip = PLUMBING_INPUTS | set(SINGLE_OBJECT_INPUTS) | set(MAPPED_OBJECT_INPUTS)
     return {k: v for k, v in inputs.items() if not k.startswith("__") and k not in skip}
 
@@ -199,7 +218,11 @@ def settings(inputs: dict[str, Any]) -> dict[str, Any]:
 def list_labels(items: list[Any]) -> list[str] | None:
     """Labels matching list items by `name` (containers, env, ports, volumes), None when not all named."""
     names = [i.get("name") for i in items if isinstance(i, dict)]
-    if len(names) != len(items) or not all(isinstance(n, str) for n in names) or len(set(names)) != len(names):
+    if (
+        len(names) != len(items)
+        or not all(isinstance(n, str) for n in names)
+        or len(set(names)) != len(names)
+    ):
         return None
     return [str(n) for n in names]
 
@@ -237,13 +260,19 @@ def diff_values(old: Any, new: Any, path: str = "", named: bool = False) -> list
 def highlights(obj: Any, path: str = "", created: bool = True) -> list[FieldChange]:
     """The HIGHLIGHT_FIELDS of a created (or deleted) object, as changes from (or to) nothing."""
     if isinstance(obj, dict):
-        return [f for k, v in sorted(obj.items()) for f in highlights(v, f"{path}.{k}" if path else k, created)]
+        return [
+            f for k, v in sorted(obj.items()) for f in highlights(v, f"{path}.{k}" if path else k, created)
+        ]
     if isinstance(obj, list):
         labels = list_labels(obj) or [str(i) for i in range(len(obj))]
         return [f for k, v in zip(labels, obj, strict=True) for f in highlights(v, f"{path}[{k}]", created)]
     if not path.endswith(HIGHLIGHT_FIELDS):
         return []
-    return [FieldChange(path, None, obj, absent_old=True) if created else FieldChange(path, obj, None, absent_new=True)]
+    return [
+        FieldChange(path, None, obj, absent_old=True)
+        if created
+        else FieldChange(path, obj, None, absent_new=True)
+    ]
 
 
 def mask_secret_object(obj: Any) -> Any:
@@ -279,7 +308,7 @@ def plain(value: Any) -> str:
         return "(secret)"
     if value is UNKNOWN:
         return "(known after apply)"
-    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=repr)
 
 
 def base_name(key: str) -> str:
@@ -316,9 +345,7 @@ def diff_objects(old: dict[str, Any], new: dict[str, Any]) -> list[ObjectChange]
         restart, scale = judge_restart(kind, op, fields)
         secret = kind == "Secret" or any(f.old is SECRET or f.new is SECRET for f in fields)
         unknown = any(f.old is UNKNOWN or f.new is UNKNOWN for f in fields)
-        out.append(
-            ObjectChange(key, kind, op, fields, pairs.get(key, ""), restart, scale, secret, unknown)
-        )
+        out.append(ObjectChange(key, kind, op, fields, pairs.get(key, ""), restart, scale, secret, unknown))
     return out
 
 
@@ -372,7 +399,9 @@ def summarize(data: dict[str, Any], stack: str = "") -> PreviewSummary:
             component.unknown_objects = True
         else:
             component.objects = diff_objects(before, after)
-        component.settings = diff_values(settings(old_in), settings(new_in)) if old_in and new_in else []
+        component.settings = (
+            diff_values(settings(rtype, old_in), settings(rtype, new_in)) if old_in and new_in else []
+        )
         if op == "create":
             component.op = "added"
         elif op == "delete":

@@ -35,10 +35,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--json", metavar="FILE", help="`pulumi preview --json` output ('-': stdin)")
     source.add_argument("--stack", metavar="NAME", help="run `pulumi preview` of this stack instead")
-    parser.add_argument("--cwd", metavar="DIR", default=".", help="the Pulumi project of --stack (default: .)")
+    parser.add_argument(
+        "--cwd", metavar="DIR", default=".", help="the Pulumi project of --stack (default: .)"
+    )
     parser.add_argument("--out", metavar="FILE", help="write the comment here (default: stdout)")
     parser.add_argument(
-        "--limit", metavar="N", type=int, default=DEFAULT_LIMIT, help=f"most characters (default {DEFAULT_LIMIT})"
+        "--limit",
+        metavar="N",
+        type=int,
+        default=DEFAULT_LIMIT,
+        help=f"most characters (default {DEFAULT_LIMIT})",
     )
     parser.add_argument("--title", metavar="STACK", default="", help="the stack named in the comment's title")
 
