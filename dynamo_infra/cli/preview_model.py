@@ -63,8 +63,12 @@ PLUMBING_INPUTS = frozenset(
         "owner",
     ]
 )
-# Pulumi resource types that are ComponentResources or the stack: no inputs of their own.
-GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
+# Step operations that change nothing in the cluster, or repeat another step of the same resource
+# (a replacement is shown once, by its `replace` step).
+SKIPPED_OPS = frozenset(
+    {"same", "read", "refresh", "create-replacement", "delete-replaced", "discard", "remove-pending-replace"}
+)
+# The platform layer's ComponentResource type: its children form the group `platform`.
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
 # Where each workload kind keeps its pod template(s); a change below it replaces the pods.
 POD_TEMPLATE_PATHS: dict[str, tuple[str, ...]] = {
@@ -377,7 +381,7 @@ def summarize(data: dict[str, Any], stack: str = "") -> PreviewSummary:
     graphs: dict[str, GraphChange] = {}
     for step in data.get("steps") or []:
         op = step.get("op", "")
-        if op in ("same", "read", "refresh", "delete-replaced", "discard", "remove-pending-replace"):
+        if op in SKIPPED_OPS:
             continue
         old, new = state_of(step, "oldState"), state_of(step, "newState")
         if not (old or new).get("custom", True):

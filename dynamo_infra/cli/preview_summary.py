@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from dynamo_infra.cli.main import EXIT_OK, EXIT_USAGE
 from dynamo_infra.cli.preview_markdown import DEFAULT_LIMIT, GITHUB_COMMENT_LIMIT, comment
 from dynamo_infra.cli.preview_model import load_preview, summarize
 from dynamo_infra.errors import DynamoInfraError
@@ -28,7 +29,7 @@ MIN_LIMIT = 1_000
 
 
 class PreviewFailed(DynamoInfraError):
-    """`pulumi preview` of the stack failed."""
+    """No preview to summarize: `pulumi preview` of the stack failed, or its output is unreadable."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,15 +64,18 @@ def run_preview(stack_name: str, cwd: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.limit < MIN_LIMIT:
         print(f"dynamo-infra {NAME}: error: --limit must be at least {MIN_LIMIT}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     if args.stack:
         text, stack = run_preview(args.stack, args.cwd), args.stack
     else:
-        text = sys.stdin.read() if args.json == "-" else Path(args.json).read_text()
+        try:
+            text = sys.stdin.read() if args.json == "-" else Path(args.json).read_text()
+        except OSError as e:
+            raise PreviewFailed(f"cannot read {args.json}: {e.strerror or e}") from e
         stack = args.title
     markdown = comment(summarize(load_preview(text), stack or args.title), args.limit)
     if args.out:
         Path(args.out).write_text(markdown + "\n")
     else:
         sys.stdout.write(markdown + "\n")
-    return 0
+    return EXIT_OK

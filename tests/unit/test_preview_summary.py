@@ -224,6 +224,7 @@ def test_not_a_preview_is_refused(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
     assert main(["preview-summary", "--json", str(bad)]) == EXIT_ERROR
+    assert main(["preview-summary", "--json", str(tmp_path / "missing.json")]) == EXIT_ERROR
 
 
 def test_cli_reads_a_file_or_stdin(
