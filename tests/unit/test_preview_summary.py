@@ -238,3 +238,23 @@ def test_cli_reads_a_file_or_stdin(
     monkeypatch.setattr(sys, "stdin", io.StringIO(data))
     assert main(["preview-summary", "--json", "-"]) == EXIT_OK
     assert "`spec.replicas`: `1` → `2`" in capsys.readouterr().out
+
+
+def test_a_replacement_is_shown_once_and_a_config_map_restarts_nothing() -> None:
+    cm_type = "dynamo-infra:index:Platform$kubernetes:core/v1:ConfigMap"
+    old = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "ns"},
+        "data": {"a": "1"},
+    }
+    new = {**old, "data": {"a": "2"}}
+    steps = [
+        step(op, "platform-cfg", cm_type, old, new)
+        for op in ("create-replacement", "replace", "delete-replaced")
+    ]
+    s = summarize(preview(*steps))
+    [obj] = list(s.graphs[0].objects())
+    assert (obj.op, obj.restart, obj.scale) == ("update", "", "")
+    text = comment(s)
+    assert "`data.a`: `1` → `2`" in text and "0 rollouts of pods" in text and "the platform:" in text
