@@ -30,6 +30,7 @@ EXIT_ERROR = 3
 COMMANDS: tuple[str, ...] = (
     "dynamo_infra.cli.render",
     "dynamo_infra.cli.validate",
+    "dynamo_infra.cli.preview_summary",
     "dynamo_infra.cli.diff_live",
     "dynamo_infra.agent.cli",
 )
