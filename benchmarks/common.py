@@ -1,20 +1,84 @@
-"""What the benchmarks share: a Pulumi project of this repository's program in a temporary folder."""
+"""What the benchmarks share: the `Figure` record every section returns, its table, and a Pulumi
+project of this repository's program in a temporary folder."""
 
 from __future__ import annotations
 
 import json
+import math
 import shutil
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from pulumi import automation as auto
+if TYPE_CHECKING:
+    from pulumi import automation as auto
 
-from tools.localcluster import LocalCluster
+    from tools.localcluster import LocalCluster
 
 REPO = Path(__file__).resolve().parent.parent
 
 
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure. `target` bounds `value` from above (from below when `higher_is_better`);
+    None: no target, the figure is informative. `detail` goes to the JSON only."""
+
+    name: str
+    value: float
+    unit: str
+    target: float | None = None
+    higher_is_better: bool = False
+    note: str = ""
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the value meets the target (None without a target or without a value)."""
+        if self.target is None or math.isnan(self.value):
+            return None
+        return self.value >= self.target if self.higher_is_better else self.value <= self.target
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["value"] = None if math.isnan(self.value) else self.value
+        out["met"] = self.met
+        return out
+
+
+def format_value(value: float) -> str:
+    """A figure's value with 3 significant digits (integers as they are)."""
+    if math.isnan(value):
+        return "n/a"
+    if float(value).is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
+
+
+def format_target(figure: Figure) -> str:
+    if figure.target is None:
+        return ""
+    return ("≥ " if figure.higher_is_better else "≤ ") + format_value(figure.target)
+
+
+def table(figures: list[Figure]) -> str:
+    """The figures as an aligned text table: figure, value, unit, target, met?"""
+    met = {True: "yes", False: "NO", None: ""}
+    rows = [("figure", "value", "unit", "target", "met?")] + [
+        (f.name, format_value(f.value), f.unit, format_target(f), met[f.met]) for f in figures
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i == 1 else cell.ljust(widths[i]) for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
 def local_stack(root: Path, cluster: LocalCluster, name: str, graph: Path, namespace: str) -> auto.Stack:
     """A stack of a copy of the program (file backend in `root`) deploying `graph` to `cluster`."""
+    from pulumi import automation as auto
+
     project = root / "project"
     project.mkdir()
     for file in ("Pulumi.yaml", "__main__.py"):

@@ -1,67 +1,298 @@
-"""Render time per corpus graph (parse excluded), with the default options and, for multinode, DRA
-and checkpoint graphs, with the cluster kinds they need: `.venv/bin/python benchmarks/render_bench.py`."""
+"""The `render` section: rendering throughput over the corpus, a 1,000-component fleet (wall time,
+peak RSS), import times of `dynamo_infra` and `components` in fresh interpreters, and the start-up of
+the dynamic-provider process every `pulumi up`/`preview` with our resources pays.
+
+Children run `python -m benchmarks.render_bench fleet|import MODULE` so memory and imports are fresh.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from dynamo_infra.api import AnyDGD, DynamoValidationError, load_yaml, to_hub
-from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render import render_graph
+from benchmarks.common import REPO, Figure
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "corpus" / "graphs"
-# Timed renders per graph (after one warm-up render).
-RUNS = 50
-# Cluster kinds multinode / DRA / checkpoint graphs are also timed with.
-CLUSTERS: dict[str, dict[str, Any]] = {
-    "lws": {"multinode": {"orchestrator": "lws"}, "dra": {"enabled": True}},
-    "grove": {"multinode": {"orchestrator": "grove"}, "dra": {"enabled": True}},
-    "dra": {"dra": {"enabled": True}},
-    "checkpoint": {"checkpoint": {"enabled": True}},
-}
+CORPUS = REPO / "tests" / "data" / "corpus" / "graphs"
+# Timed passes over the corpus (after one warm-up pass); quick runs do fewer.
+CORPUS_PASSES, CORPUS_PASSES_QUICK = 10, 2
+# The fleet: graphs x components per graph (FLEET_TEMPLATE has 4 components).
+FLEET_GRAPHS = 250
+# Fleet runs (fresh child each; the median is reported); quick runs do one.
+FLEET_RUNS, FLEET_RUNS_QUICK = 3, 1
+# Fresh-interpreter runs per timed import / provider start (median reported).
+FRESH_RUNS, FRESH_RUNS_QUICK = 5, 2
+# Target: a 1,000-component fleet renders in under half a second.
+FLEET_RENDER_TARGET_S = 0.5
+# Target: `import components` (what the program pays before its first resource) under half a second.
+IMPORT_TARGET_MS = 500.0
+# Entries kept from `-X importtime` (largest self time first).
+IMPORT_TOP = 5
+# Give up on a child that does not answer in this time.
+CHILD_TIMEOUT_S = 300
+
+FLEET_TEMPLATE = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: {name}
+spec:
+  backendFramework: vllm
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0}}}}
+    Planner:
+      componentType: planner
+      replicas: 1
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0}}}}
+    VllmDecodeWorker:
+      componentType: worker
+      subComponentType: decode
+      replicas: 2
+      resources: {{limits: {{gpu: "1"}}}}
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0, command: [python3, -m, dynamo.vllm]}}}}
+    VllmPrefillWorker:
+      componentType: worker
+      subComponentType: prefill
+      replicas: 2
+      resources: {{limits: {{gpu: "1"}}}}
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0, command: [python3, -m, dynamo.vllm]}}}}
+"""
+FLEET_COMPONENTS_PER_GRAPH = 4
 
 
-def clusters_for(dgd: AnyDGD) -> list[str]:
-    comps = to_hub(dgd).spec.components or []
-    exp = [c.experimental.to_wire() if c.experimental else {} for c in comps]
+def _python(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S, check=True
+    )
+
+
+# --- corpus throughput -------------------------------------------------------------------------
+
+
+def corpus_graphs() -> list[Any]:
+    """Every corpus graph (admission off: the corpus holds graphs the webhook denies)."""
+    from dynamo_infra.api import load_yaml
+
+    return [g for p in sorted(CORPUS.glob("*/*.yaml")) for g in load_yaml(p, admission=False).graphs]
+
+
+def corpus_figures(quick: bool) -> list[Figure]:
+    from dynamo_infra.api import DynamoValidationError
+    from dynamo_infra.render import render_graph
+
+    renderable = []
+    rejected = 0
+    for dgd in corpus_graphs():
+        try:
+            rendered = render_graph(dgd, None, "bench")
+        except DynamoValidationError:
+            rejected += 1  # needs cluster kinds the default options lack
+            continue
+        renderable.append((dgd, len(rendered.components), len(rendered.all_objects())))
+    components = sum(c for _, c, _ in renderable)
+    objects = sum(o for _, _, o in renderable)
+    passes = CORPUS_PASSES_QUICK if quick else CORPUS_PASSES
+    times = []
+    for _ in range(passes):
+        t0 = time.perf_counter()
+        for dgd, _, _ in renderable:
+            render_graph(dgd, None, "bench")
+        times.append(time.perf_counter() - t0)
+    best = statistics.median(times)
+    detail = {"graphs": len(renderable), "rejected_default_options": rejected, "components": components,
+              "objects": objects, "passes": passes, "pass_s": [round(t, 4) for t in times]}  # fmt: skip
+    return [
+        Figure("render.corpus_components_per_s", round(components / best, 1), "components/s",
+               note=f"{len(renderable)} corpus graphs, {components} components, default options",
+               detail=detail),
+        Figure("render.corpus_objects_per_s", round(objects / best, 1), "objects/s", detail=detail),
+    ]  # fmt: skip
+
+
+# --- the fleet -----------------------------------------------------------------------------------
+
+
+def write_fleet(folder: Path, graphs: int = FLEET_GRAPHS) -> list[Path]:
+    """`graphs` graph files from FLEET_TEMPLATE with distinct names."""
+    paths = []
+    for i in range(graphs):
+        path = folder / f"graph-{i:04d}.yaml"
+        path.write_text(FLEET_TEMPLATE.format(name=f"fleet-{i:04d}"))
+        paths.append(path)
+    return paths
+
+
+def fleet_child(folder: Path) -> dict[str, Any]:
+    """In a fresh process: load (with admission) and render every graph in `folder`; times, RSS."""
+    from dynamo_infra.api import load_yaml
+    from dynamo_infra.render import render_graph
+
+    paths = sorted(folder.glob("*.yaml"))
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t0 = time.perf_counter()
+    graphs = [g for p in paths for g in load_yaml(p).graphs]
+    t1 = time.perf_counter()
+    rendered = [render_graph(g, None, "fleet") for g in graphs]
+    t2 = time.perf_counter()
+    return {
+        "graphs": len(graphs),
+        "components": sum(len(r.components) for r in rendered),
+        "objects": sum(len(r.all_objects()) for r in rendered),
+        "load_s": t1 - t0,
+        "render_s": t2 - t1,
+        "rss_after_imports_mib": rss_before / 1024,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def fleet_figures(quick: bool) -> list[Figure]:
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="fleet-") as d:
+        write_fleet(Path(d))
+        for _ in range(FLEET_RUNS_QUICK if quick else FLEET_RUNS):
+            runs.append(json.loads(_python("-m", "benchmarks.render_bench", "fleet", d).stdout))
+    first = runs[0]
+    n = first["components"]
+    render_s = statistics.median(r["render_s"] for r in runs)
+    load_s = statistics.median(r["load_s"] for r in runs)
+    peak = max(r["peak_rss_mib"] for r in runs)
+    base = min(r["rss_after_imports_mib"] for r in runs)
+    detail = {"runs": runs}
+    return [
+        Figure(f"render.fleet_{n}_render_s", round(render_s, 3), "s", FLEET_RENDER_TARGET_S,
+               note=f"{first['graphs']} graphs x {FLEET_COMPONENTS_PER_GRAPH} components, "
+                    f"{first['objects']} objects", detail=detail),
+        Figure(f"render.fleet_{n}_load_s", round(load_s, 3), "s",
+               note="parse + validate + admission of the fleet's files"),
+        Figure(f"render.fleet_{n}_peak_rss", round(peak, 1), "MiB",
+               note=f"whole process; {base:.0f} MiB after imports"),
+        Figure(f"render.fleet_{n}_rss_growth", round(peak - base, 1), "MiB",
+               note="peak RSS minus RSS after imports"),
+    ]  # fmt: skip
+
+
+# --- imports -------------------------------------------------------------------------------------
+
+
+def import_child(module: str) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    __import__(module)
+    return {"seconds": time.perf_counter() - t0}
+
+
+def parse_importtime(stderr: str) -> list[tuple[str, int, int]]:
+    """`-X importtime` lines as (module, self µs, cumulative µs)."""
     out = []
-    if any(c.multinode is not None for c in comps):
-        out += ["lws", "grove"]
-    elif any("gpuMemoryService" in e or "failover" in e for e in exp):
-        out += ["dra", "grove"]
-    if any(e.get("checkpoint", {}).get("enabled") for e in exp):
-        out.append("checkpoint")
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cumulative_us, name = line.removeprefix("import time:").split("|", 2)
+        out.append((name.strip(), int(self_us), int(cumulative_us)))
     return out
 
 
-def main() -> int:
-    print(f"{'graph':70} {'objects':>7} {'median ms':>10} {'p95 ms':>8}")
-    for path in sorted(p for d in ("v1alpha1", "v1beta1") for p in (CORPUS / d).glob("*.yaml")):
-        # Admission off: the corpus holds graphs the webhook denies; this times rendering only.
-        for dgd in load_yaml(path, admission=False).graphs:
-            for cluster in [None, *clusters_for(dgd)]:
-                options = ClusterOptions.parse(CLUSTERS[cluster]) if cluster else ClusterOptions()
-                label = f"{path.parent.name}/{path.name}:{dgd.name}" + (f" [{cluster}]" if cluster else "")
-                try:
-                    rendered = render_graph(dgd, options, "bench")
-                except DynamoValidationError as e:
-                    print(f"{label:70} rejected ({str(e).splitlines()[0][:60]})")
-                    continue
-                times = []
-                for _ in range(RUNS):
-                    t = time.perf_counter()
-                    render_graph(dgd, options, "bench")
-                    times.append((time.perf_counter() - t) * 1000)
-                times.sort()
-                count = len(rendered.all_objects()) + len(rendered.components)
-                p95 = times[int(0.95 * len(times)) - 1]
-                print(f"{label:70} {count:7d} {statistics.median(times):10.2f} {p95:8.2f}")
+def top_imports(entries: list[tuple[str, int, int]], n: int = IMPORT_TOP) -> dict[str, Any]:
+    """Where import time goes: the `n` modules and top-level packages with the most self time (ms)."""
+    by_package: Counter[str] = Counter()
+    for name, self_us, _ in entries:
+        by_package[name.split(".")[0]] += self_us
+    modules = sorted(entries, key=lambda e: e[1], reverse=True)[:n]
+    return {
+        "modules_self_ms": {name: round(s / 1000, 1) for name, s, _ in modules},
+        "packages_self_ms": {name: round(s / 1000, 1) for name, s in by_package.most_common(n)},
+    }
+
+
+def import_figures(quick: bool) -> list[Figure]:
+    figures = []
+    runs = FRESH_RUNS_QUICK if quick else FRESH_RUNS
+    for module, target in (("dynamo_infra", None), ("components", IMPORT_TARGET_MS)):
+        times = [
+            json.loads(_python("-m", "benchmarks.render_bench", "import", module).stdout)["seconds"]
+            for _ in range(runs)
+        ]
+        traced = _python("-X", "importtime", "-c", f"import {module}")
+        figures.append(
+            Figure(f"render.import_{module}_ms", round(statistics.median(times) * 1000, 1), "ms", target,
+                   note=f"fresh interpreter, median of {runs}",
+                   detail={"runs_ms": [round(t * 1000, 1) for t in times], **top_imports(parse_importtime(traced.stderr))})
+        )  # fmt: skip
+    return figures
+
+
+# --- the dynamic-provider process ------------------------------------------------------------------
+
+
+def provider_start_s() -> float:
+    """Exec of `pulumi-resource-pulumi-python` (as the engine starts it) until it prints its port."""
+    pulumi = shutil.which("pulumi")
+    if pulumi is None:
+        raise RuntimeError("no `pulumi` on PATH: run through benchmarks/run (it sources tools/env.sh)")
+    # The bundle keeps the plugin beside the real `pulumi` binary (PATH holds a symlink to it).
+    plugin = Path(pulumi).resolve().parent / "pulumi-resource-pulumi-python"
+    env = {**os.environ, "PULUMI_RUNTIME_VIRTUALENV": str(REPO / ".venv")}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [str(plugin), "127.0.0.1:1"], cwd=REPO, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        port = proc.stdout.readline().strip()
+        elapsed = time.perf_counter() - t0
+        if not port.isdigit():
+            raise RuntimeError(f"the dynamic provider printed {port!r}, not its port")
+    finally:
+        proc.kill()
+        proc.wait()
+    return elapsed
+
+
+def provider_figures(quick: bool) -> list[Figure]:
+    runs = FRESH_RUNS_QUICK if quick else FRESH_RUNS
+    starts = [provider_start_s() for _ in range(runs)]
+    module = "dynamo_infra.reconcile.provider"
+    imports = [
+        json.loads(_python("-m", "benchmarks.render_bench", "import", module).stdout)["seconds"]
+        for _ in range(runs)
+    ]
+    return [
+        Figure("render.dynamic_provider_start_ms", round(statistics.median(starts) * 1000, 1), "ms",
+               note="exec of pulumi-resource-pulumi-python to its port (once per pulumi run)",
+               detail={"runs_ms": [round(t * 1000, 1) for t in starts]}),
+        Figure("render.dynamic_provider_import_ms", round(statistics.median(imports) * 1000, 1), "ms",
+               note=f"`import {module}`: the first call's unpickle of our providers",
+               detail={"runs_ms": [round(t * 1000, 1) for t in imports]}),
+    ]  # fmt: skip
+
+
+def figures(quick: bool) -> list[Figure]:
+    return [*corpus_figures(quick), *fleet_figures(quick), *import_figures(quick), *provider_figures(quick)]
+
+
+def main(argv: list[str]) -> int:
+    """Child entry points: `fleet FOLDER` and `import MODULE` print JSON."""
+    if argv[:1] == ["fleet"]:
+        print(json.dumps(fleet_child(Path(argv[1]))))
+    elif argv[:1] == ["import"]:
+        print(json.dumps(import_child(argv[1])))
+    else:
+        print("usage: python -m benchmarks --only render", file=sys.stderr)
+        return 2
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

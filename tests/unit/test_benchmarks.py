@@ -1,0 +1,91 @@
+"""The benchmark harness's pure parts: target evaluation, the table, section selection, and the
+parsers of `-X importtime` output and audit events."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from benchmarks.__main__ import SECTIONS, select
+from benchmarks.common import Figure, format_value, table
+from benchmarks.render_bench import parse_importtime, top_imports
+from benchmarks.requests_bench import reads_writes, tally
+
+
+@pytest.mark.parametrize(
+    ("value", "target", "higher", "met"),
+    [
+        (0.4, 0.5, False, True),
+        (0.5, 0.5, False, True),
+        (0.6, 0.5, False, False),
+        (900.0, 1000.0, True, False),
+        (1000.0, 1000.0, True, True),
+        (3.0, None, False, None),
+        (math.nan, 1.0, False, None),
+    ],
+)
+def test_target(value: float, target: float | None, higher: bool, met: bool | None) -> None:
+    assert Figure("f", value, "s", target, higher_is_better=higher).met is met
+
+
+def test_json_has_met_and_no_nan() -> None:
+    assert Figure("f", math.nan, "s", 1.0).to_json()["value"] is None
+    assert Figure("f", 2.0, "s", 1.0).to_json()["met"] is False
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(0.0, "0"), (20.0, "20"), (0.4531, "0.453"), (1653.2, "1653"), (math.nan, "n/a")]
+)
+def test_format_value(value: float, text: str) -> None:
+    assert format_value(value) == text
+
+
+def test_table_aligns_and_marks_misses() -> None:
+    lines = table(
+        [Figure("render.fleet_s", 0.6, "s", 0.5), Figure("requests.noop.reads", 15, "requests")]
+    ).splitlines()
+    assert lines[0].split() == ["figure", "value", "unit", "target", "met?"]
+    assert lines[2].split() == ["render.fleet_s", "0.6", "s", "≤", "0.5", "NO"]
+    assert lines[3].split() == ["requests.noop.reads", "15", "requests"]
+    unit_column = lines[0].index("unit")
+    assert lines[2].index(" s ") + 1 == unit_column == lines[3].index("requests", len("requests.noop.reads"))
+
+
+def test_select_keeps_table_order_and_refuses_unknown() -> None:
+    first, *rest = SECTIONS
+    assert select(None) == list(SECTIONS)
+    assert select(",".join([*rest, first])) == list(SECTIONS)
+    with pytest.raises(ValueError, match="nope"):
+        select("nope")
+
+
+def test_importtime_top() -> None:
+    stderr = (
+        "import time: self [us] | cumulative | imported package\n"
+        "import time:       100 |        100 |   a.x\n"
+        "import time:       300 |        400 | a\n"
+        "import time:      2000 |       2000 | b\n"
+    )
+    entries = parse_importtime(stderr)
+    assert entries == [("a.x", 100, 100), ("a", 300, 400), ("b", 2000, 2000)]
+    top = top_imports(entries, 2)
+    assert top["modules_self_ms"] == {"b": 2.0, "a": 0.3}
+    assert top["packages_self_ms"] == {"b": 2.0, "a": 0.4}
+
+
+def test_requests_by_client_reads_and_writes() -> None:
+    events = [
+        {"userAgent": "dynamo-infra/0.1.0", "verb": "get", "objectRef": {"resource": "deployments"}},
+        {"userAgent": "dynamo-infra/0.1.0", "verb": "patch", "objectRef": {"resource": "deployments"}},
+        {
+            "userAgent": "pulumi-kubernetes/4",
+            "verb": "patch",
+            "objectRef": {"resource": "dgd", "subresource": "status"},
+        },
+        {"userAgent": "kube-controller-manager/v1", "verb": "update", "objectRef": {"resource": "leases"}},
+    ]
+    by_client = tally(events)
+    assert by_client["dynamo-infra"] == {"get deployments": 1, "patch deployments": 1}
+    assert by_client["pulumi-kubernetes"] == {"patch dgd/status": 1}
+    assert reads_writes(by_client) == (1, 2)
