@@ -56,6 +56,8 @@ class Rig:
     def __init__(self, root: Path, cluster: LocalCluster, kube: KubeClient) -> None:
         self.root, self.cluster, self.kube = root, cluster, kube
         self.project = copy_project(root)
+        # The pull-request workflow's policy step runs the repository's pack.
+        (self.project / "policy").symlink_to(REPO / "policy")
         self.ns, self.keys_ns = unique("pr"), unique("pr-keys")
         kube.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.keys_ns}})
         kube.apply(mpi_secret(self.keys_ns, OLD_KEY))
@@ -150,7 +152,7 @@ WORKER_IMAGE = "image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0\n         
 
 def test_pull_request_workflow_comments_a_replica_bump(rig: Rig) -> None:
     with rig.graph_edit(WORKER_REPLICAS, WORKER_REPLICAS.replace("1", "2")):
-        assert rig.run_workflow("pull-request.yml") == ["login", "preview", "summary"]
+        assert rig.run_workflow("pull-request.yml") == ["login", "preview", "summary", "policy"]
     text = (rig.project / "comment.md").read_text()
     assert text.startswith("### Pulumi preview of stack `pr`")
     assert "**1 graph**: 2 objects updated, 0 created, 0 deleted; 0 rollouts of pods" in text
