@@ -1,0 +1,184 @@
+"""Stacks of many graphs (10, 50, 100 tiny 2-component mocker graphs, distinct names, one namespace,
+`await: {mode: skip}`) on the local control plane: `preview`, first `up`, no-op `up`, an `up` changing
+one graph (a replica bump), `destroy`; a fit of time against graphs (linear, and a quadratic term);
+the effect of `--parallel`; the state's size per graph and the serialized dynamic provider's size per
+resource. Figures on a shared machine are upper bounds.
+
+    . tools/env.sh && python -m benchmarks.fleet_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks import harness
+from benchmarks.figure import Figure
+from tools.localcluster import LocalCluster
+
+# Stack sizes (graphs per stack); `--quick` runs the first two.
+SIZES = (10, 50, 100)
+QUICK_SIZES = (10, 50)
+# Stack whose `preview` is timed at each `--parallel` (None: the CLI's default).
+PARALLEL_SIZE = 50
+PARALLELISM = (None, 4, 32)
+NAMESPACE = "fleet"
+# A quadratic term adding less than this share of the largest stack's time reads as linear.
+LINEAR_SHARE = 0.10
+# Type of the program's dynamic resources in the state.
+DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
+GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: {name}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0}}}}
+    worker:
+      componentType: worker
+      replicas: {replicas}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0
+          command: [python3, -m, dynamo.mocker]
+          args: [--model-path, /models/tiny-chat]
+"""
+STEPS = ("preview", "first up", "no-op up", "one-graph change up", "destroy")
+
+
+def graph_files(folder: Path, count: int) -> list[Path]:
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(count):
+        path = folder / f"g{i:03d}.yaml"
+        path.write_text(GRAPH.format(name=f"g{i:03d}", replicas=1))
+        paths.append(path)
+    return paths
+
+
+def state_sizes(deployment: dict[str, Any]) -> tuple[int, list[int], int]:
+    """(state bytes, `__provider` lengths of the dynamic resources, resource count)."""
+    resources = deployment.get("resources") or []
+    providers = [
+        len(str(r.get("inputs", {}).get("__provider", "")))
+        for r in resources
+        if r.get("type") == DYNAMIC_TYPE
+    ]
+    return len(json.dumps(deployment)), providers, len(resources)
+
+
+def run_size(
+    root: Path, cluster: LocalCluster, count: int, parallel: bool
+) -> tuple[dict[str, float], dict[str, Any]]:
+    graphs = graph_files(root / f"graphs-{count}", count)
+    s = harness.program_stack(
+        root,
+        cluster,
+        f"fleet{count}",
+        graphs,
+        {"namespace": f"{NAMESPACE}-{count}", "await": {"mode": "skip"}},
+    )
+    times: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    q = harness.QUIET
+    times["preview"] = harness.timed(lambda: s.preview(**q))
+    times["first up"] = harness.timed(lambda: s.up(**q))
+    times["no-op up"] = harness.timed(lambda: s.up(**q))
+    size, providers, resources = state_sizes(s.export_stack().deployment)
+    info.update(state=size, providers=providers, resources=resources)
+    if parallel:
+        info["parallel"] = {
+            p: harness.timed(lambda p=p: s.preview(**q, **({"parallel": p} if p else {})))
+            for p in PARALLELISM
+        }
+    graphs[0].write_text(GRAPH.format(name="g000", replicas=2))
+    times["one-graph change up"] = harness.timed(lambda: s.up(**q))
+    times["destroy"] = harness.timed(lambda: s.destroy(**q))
+    return times, info
+
+
+def fit(sizes: list[int], ys: list[float], label: str) -> list[Figure]:
+    """Linear fit (seconds per graph) and, with three sizes or more, the quadratic term's share."""
+    xs = [float(n) for n in sizes]
+    _, slope = harness.polyfit(xs, ys, 1)
+    out = [
+        Figure(
+            f"fleet {label}: linear fit, per graph", slope, "s/graph", detail={"sizes": sizes, "times": ys}
+        )
+    ]
+    if len(sizes) >= 3:
+        c = harness.polyfit(xs, ys, 2)
+        share = c[2] * max(xs) ** 2 / max(ys)
+        out.append(
+            Figure(
+                f"fleet {label}: quadratic term's share at {max(sizes)} graphs",
+                share,
+                "fraction",
+                detail={
+                    "coefficients": c,
+                    "reads": "linear" if abs(share) < LINEAR_SHARE else "worse than linear",
+                },
+            )
+        )
+    return out
+
+
+def figures(quick: bool) -> list[Figure]:
+    sizes = list(QUICK_SIZES if quick else SIZES)
+    out: list[Figure] = []
+    results: dict[int, tuple[dict[str, float], dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        harness.offline_pulumi(root)
+        with harness.local_cluster(root) as cluster:
+            for n in sizes:
+                results[n] = run_size(root, cluster, n, parallel=n == PARALLEL_SIZE)
+                times, info = results[n]
+                for step in STEPS:
+                    out.append(Figure(f"fleet {n} graphs: {step}", times[step], "s"))
+                out.append(Figure(f"fleet {n} graphs: first up per graph", times["first up"] / n, "s/graph"))
+                out.append(
+                    Figure(
+                        f"fleet {n} graphs: state size per graph",
+                        info["state"] / n / 1024,
+                        "KiB",
+                        detail={"resources": info["resources"]},
+                    )
+                )
+                providers = info["providers"]
+                if providers:
+                    out.append(
+                        Figure(
+                            f"fleet {n} graphs: __provider size per dynamic resource",
+                            sum(providers) / len(providers) / 1024,
+                            "KiB",
+                            detail={
+                                "max": max(providers),
+                                "dynamic resources": len(providers),
+                                "share of state": sum(providers) / info["state"],
+                            },
+                        )
+                    )
+                for p, t in (info.get("parallel") or {}).items():
+                    out.append(Figure(f"fleet {n} graphs: preview, --parallel {p or 'default'}", t, "s"))
+                print(f"[fleet] {n} graphs: {times}", file=sys.stderr, flush=True)
+    for step in ("first up", "no-op up", "preview"):
+        out += fit(sizes, [results[n][0][step] for n in sizes], step)
+    return out
+
+
+def main() -> int:
+    for f in figures("--quick" in sys.argv):
+        print(f.line(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
