@@ -50,6 +50,8 @@ spec:
           command: [python3, -m, dynamo.mocker]
           args: [--model-path, /models/tiny-chat]
 """
+# User agents of the control plane's own components (their requests are not the stack's).
+SYSTEM_AGENTS = ("kube-", "kwok", "lws", "fake-", "kubelet")
 STEPS = ("preview", "first up", "no-op up", "one-graph change up", "destroy")
 
 
@@ -90,7 +92,13 @@ def run_size(
     q = harness.QUIET
     times["preview"] = harness.timed(lambda: s.preview(**q))
     times["first up"] = harness.timed(lambda: s.up(**q))
+    before = len(cluster.audit_events())
     times["no-op up"] = harness.timed(lambda: s.up(**q))
+    info["no-op requests"] = sum(
+        1
+        for e in cluster.audit_events()[before:]
+        if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
+    )
     size, providers, resources = state_sizes(s.export_stack().deployment)
     info.update(state=size, providers=providers, resources=resources)
     if parallel:
@@ -150,6 +158,13 @@ def figures(quick: bool) -> list[Figure]:
                         info["state"] / n / 1024,
                         "KiB",
                         detail={"resources": info["resources"]},
+                    )
+                )
+                out.append(
+                    Figure(
+                        f"fleet {n} graphs: API requests of a no-op up per graph",
+                        info["no-op requests"] / n,
+                        "requests/graph",
                     )
                 )
                 providers = info["providers"]
