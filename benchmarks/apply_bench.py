@@ -59,7 +59,8 @@ spec:
 # Field manager of the kubectl applier and of the CRDs applied beforehand.
 KUBECTL_MANAGER = "bench-kubectl"
 CRD_MANAGER = "bench-crds"
-# The ConfigGroup project: one provider, one ConfigGroup of the rendered file.
+# The ConfigGroup project: one provider, one ConfigGroup of the rendered file (without a file: the
+# provider alone, the engine's floor).
 CONFIG_GROUP_PROJECT = {
     "Pulumi.yaml": "name: configgroup-bench\nruntime:\n  name: python\n  options:\n    virtualenv: .venv\n",
     "__main__.py": """\
@@ -69,9 +70,12 @@ from pulumi_kubernetes.yaml.v2 import ConfigGroup
 
 config = pulumi.Config()
 provider = k8s.Provider("cluster", kubeconfig=open(config.require("kubeconfigPath")).read())
-ConfigGroup("bench", files=[config.require("file")], opts=pulumi.ResourceOptions(provider=provider))
+if config.get("file"):
+    ConfigGroup("bench", files=[config.require("file")], opts=pulumi.ResourceOptions(provider=provider))
 """,
 }
+# Name of the engine's floor (a Pulumi program of one provider and no objects).
+FLOOR = "pulumi engine floor (provider only)"
 # Steps timed for each applier, in the order they run.
 STEPS = ("up", "no-op up", "preview")
 
@@ -104,6 +108,7 @@ def run_ours(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str
         "up": harness.timed(lambda: s.up(**harness.QUIET)),
         "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
         "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
+        "resources": len(s.export_stack().deployment.get("resources") or []),
     }
 
 
@@ -130,6 +135,19 @@ def run_config_group(root: Path, cluster: LocalCluster, graph: Path, i: int) -> 
         "up": harness.timed(lambda: s.up(**harness.QUIET)),
         "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
         "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
+        "resources": len(s.export_stack().deployment.get("resources") or []),
+    }
+
+
+def run_engine_floor(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
+    """The ConfigGroup project without objects: the Pulumi engine, language host and provider alone."""
+    del graph
+    config = {"configgroup-bench:kubeconfigPath": str(cluster.kubeconfig)}
+    s = harness.stack(root / "configgroup", f"floor{i}", config, CONFIG_GROUP_PROJECT)
+    return {
+        "up": harness.timed(lambda: s.up(**harness.QUIET)),
+        "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
+        "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
     }
 
 
@@ -149,7 +167,12 @@ def figures(quick: bool) -> list[Figure]:
             kubectl(cluster, "apply", "--server-side", f"--field-manager={CRD_MANAGER}", "-f", str(crds))
             kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all")
             samples: dict[str, dict[str, list[float]]] = {}
-            runners = {"ours": run_ours, "kubectl": run_kubectl, "configgroup": run_config_group}
+            runners = {
+                "ours": run_ours,
+                "kubectl": run_kubectl,
+                "configgroup": run_config_group,
+                FLOOR: run_engine_floor,
+            }
             for i in range(harness.REPEATS):
                 for applier, run in runners.items():
                     for step, t in run(root, cluster, graph, i).items():
@@ -186,6 +209,15 @@ def figures(quick: bool) -> list[Figure]:
                     detail=detail,
                 )
             )
+            for applier in ("ours", "configgroup"):
+                above = med[applier][step] - med[FLOOR][step]
+                out.append(
+                    Figure(
+                        f"apply {step}: {applier} above the engine floor per object",
+                        1000 * above / objects,
+                        "ms",
+                    )
+                )
             out.append(
                 Figure(
                     f"apply {step}: overhead over kubectl per object",
@@ -195,6 +227,9 @@ def figures(quick: bool) -> list[Figure]:
                 )
             )
         out.append(Figure("apply objects in the graph (with its namespace)", objects, "objects"))
+        for applier in ("ours", "configgroup"):
+            resources = med[applier]["resources"]
+            out.append(Figure(f"apply Pulumi resources in the state: {applier}", resources, "resources"))
     return out
 
 
