@@ -9,6 +9,7 @@ resource. Figures on a shared machine are upper bounds.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
@@ -139,7 +140,12 @@ def fit(sizes: list[int], ys: list[float], label: str) -> list[Figure]:
 
 
 def figures(quick: bool) -> list[Figure]:
-    sizes = list(QUICK_SIZES if quick else SIZES)
+    """Every figure at SIZES (quick: QUICK_SIZES)."""
+    return measure(list(QUICK_SIZES if quick else SIZES))
+
+
+def measure(sizes: list[int]) -> list[Figure]:
+    """Every figure for stacks of these many graphs (`--parallel` at PARALLEL_SIZE, if among them)."""
     out: list[Figure] = []
     results: dict[int, tuple[dict[str, float], dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory() as d:
@@ -184,13 +190,22 @@ def figures(quick: bool) -> list[Figure]:
                 for p, t in (info.get("parallel") or {}).items():
                     out.append(Figure(f"fleet {n} graphs: preview, --parallel {p or 'default'}", t, "s"))
                 print(f"[fleet] {n} graphs: {times}", file=sys.stderr, flush=True)
-    for step in ("first up", "no-op up", "preview"):
+    for step in ("first up", "no-op up", "preview") if len(sizes) >= 2 else ():
         out += fit(sizes, [results[n][0][step] for n in sizes], step)
     return out
 
 
 def main() -> int:
-    for f in figures("--quick" in sys.argv):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help=f"stacks of {QUICK_SIZES} graphs only")
+    parser.add_argument("--sizes", help=f"comma-separated stack sizes (default {SIZES})")
+    args = parser.parse_args()
+    sizes = (
+        [int(n) for n in args.sizes.split(",")] if args.sizes else list(QUICK_SIZES if args.quick else SIZES)
+    )
+    for f in measure(sizes):
         print(f.line(), flush=True)
     return 0
 
