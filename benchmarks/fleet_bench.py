@@ -66,6 +66,17 @@ def graph_files(folder: Path, count: int) -> list[Path]:
     return paths
 
 
+def bytes_by_type(deployment: dict[str, Any]) -> dict[str, int]:
+    """Serialized state bytes per resource type (the provider's type for dynamic resources), largest first."""
+    out: dict[str, int] = {}
+    for r in deployment.get("resources") or []:
+        kind = str(r.get("type"))
+        if kind == DYNAMIC_TYPE:
+            kind = f"dynamic:{r.get('urn', '').split('::')[-2].split('$')[-1]}"
+        out[kind] = out.get(kind, 0) + len(json.dumps(r))
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
 def state_sizes(deployment: dict[str, Any]) -> tuple[int, list[int], int]:
     """(state bytes, `__provider` lengths of the dynamic resources, resource count)."""
     resources = deployment.get("resources") or []
@@ -100,8 +111,13 @@ def run_size(
         for e in cluster.audit_events()[before:]
         if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
     )
-    size, providers, resources = state_sizes(s.export_stack().deployment)
-    info.update(state=size, providers=providers, resources=resources)
+    deployment = s.export_stack().deployment
+    size, providers, resources = state_sizes(deployment)
+    info.update(state=size, providers=providers, resources=resources, by_type=bytes_by_type(deployment))
+    print(
+        f"[fleet] {count} graphs: {resources} resources; state bytes by type {info['by_type']}",
+        file=sys.stderr,
+    )
     if parallel:
         info["parallel"] = {
             p: harness.timed(lambda p=p: s.preview(**q, **({"parallel": p} if p else {})))
@@ -163,7 +179,7 @@ def measure(sizes: list[int]) -> list[Figure]:
                         f"fleet {n} graphs: state size per graph",
                         info["state"] / n / 1024,
                         "KiB",
-                        detail={"resources": info["resources"]},
+                        detail={"resources": info["resources"], "bytes by type": info["by_type"]},
                     )
                 )
                 out.append(
@@ -190,6 +206,13 @@ def measure(sizes: list[int]) -> list[Figure]:
                 for p, t in (info.get("parallel") or {}).items():
                     out.append(Figure(f"fleet {n} graphs: preview, --parallel {p or 'default'}", t, "s"))
                 print(f"[fleet] {n} graphs: {times}", file=sys.stderr, flush=True)
+    if len(sizes) >= 2:
+        _, marginal = harness.polyfit([float(n) for n in sizes], [results[n][1]["state"] for n in sizes], 1)
+        out.append(Figure("fleet state size per added graph (linear fit)", marginal / 1024, "KiB/graph"))
+        _, per_graph = harness.polyfit(
+            [float(n) for n in sizes], [results[n][1]["resources"] for n in sizes], 1
+        )
+        out.append(Figure("fleet Pulumi resources per added graph", per_graph, "resources/graph"))
     for step in ("first up", "no-op up", "preview") if len(sizes) >= 2 else ():
         out += fit(sizes, [results[n][0][step] for n in sizes], step)
     return out
