@@ -16,6 +16,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,8 @@ spec:
           command: [python3, -m, dynamo.mocker]
           args: [--model-path, /models/tiny-chat, --disaggregation-mode, decode]
 """
+# Attempts at waiting for the CRDs, a second apart.
+CRD_WAIT_TRIES = 10
 # Field manager of the kubectl applier and of the CRDs applied beforehand.
 KUBECTL_MANAGER = "bench-kubectl"
 CRD_MANAGER = "bench-crds"
@@ -100,6 +103,17 @@ def kubectl(cluster: LocalCluster, *args: str) -> None:
         raise RuntimeError(f"kubectl {' '.join(args)}: {done.stderr.strip()}")
 
 
+def established(cluster: LocalCluster) -> None:
+    """Wait until every CRD is Established (`kubectl wait` fails while one has no conditions yet)."""
+    for _ in range(CRD_WAIT_TRIES):
+        try:
+            kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=30s")
+            return
+        except RuntimeError:
+            time.sleep(1)
+    kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=30s")
+
+
 def run_ours(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
     s = harness.program_stack(
         root / "ours", cluster, f"o{i}", [graph], {"namespace": f"o-{i}", "await": {"mode": "skip"}}
@@ -108,7 +122,7 @@ def run_ours(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str
         "up": harness.timed(lambda: s.up(**harness.QUIET)),
         "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
         "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
-        "resources": len(s.export_stack().deployment.get("resources") or []),
+        "resources": len((s.export_stack().deployment or {}).get("resources") or []),
     }
 
 
@@ -135,7 +149,7 @@ def run_config_group(root: Path, cluster: LocalCluster, graph: Path, i: int) -> 
         "up": harness.timed(lambda: s.up(**harness.QUIET)),
         "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
         "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
-        "resources": len(s.export_stack().deployment.get("resources") or []),
+        "resources": len((s.export_stack().deployment or {}).get("resources") or []),
     }
 
 
@@ -165,7 +179,7 @@ def figures(quick: bool) -> list[Figure]:
             crds = root / "crds.yaml"
             crds.write_text(dump_yaml([installable(c) for c in crd_documents(DEFAULT_CRD_DIR, "dynamo")]))
             kubectl(cluster, "apply", "--server-side", f"--field-manager={CRD_MANAGER}", "-f", str(crds))
-            kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all")
+            established(cluster)
             samples: dict[str, dict[str, list[float]]] = {}
             runners = {
                 "ours": run_ours,

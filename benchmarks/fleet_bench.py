@@ -10,11 +10,14 @@ resource. Figures on a shared machine are upper bounds.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from pulumi import automation as auto
 
 from benchmarks import harness
 from benchmarks.figure import Figure
@@ -88,6 +91,11 @@ def state_sizes(deployment: dict[str, Any]) -> tuple[int, list[int], int]:
     return len(json.dumps(deployment)), providers, len(resources)
 
 
+def preview(s: auto.Stack, parallel: int | None) -> None:
+    """`preview` at this `--parallel` (None: the CLI's default)."""
+    s.preview(parallel=parallel, **harness.QUIET)
+
+
 def run_size(
     root: Path, cluster: LocalCluster, count: int, parallel: bool
 ) -> tuple[dict[str, float], dict[str, Any]]:
@@ -111,7 +119,7 @@ def run_size(
         for e in cluster.audit_events()[before:]
         if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
     )
-    deployment = s.export_stack().deployment
+    deployment = dict(s.export_stack().deployment or {})
     size, providers, resources = state_sizes(deployment)
     info.update(state=size, providers=providers, resources=resources, by_type=bytes_by_type(deployment))
     print(
@@ -119,10 +127,7 @@ def run_size(
         file=sys.stderr,
     )
     if parallel:
-        info["parallel"] = {
-            p: harness.timed(lambda p=p: s.preview(**q, **({"parallel": p} if p else {})))
-            for p in PARALLELISM
-        }
+        info["parallel"] = {p: harness.timed(functools.partial(preview, s, p)) for p in PARALLELISM}
     graphs[0].write_text(GRAPH.format(name="g000", replicas=2))
     times["one-graph change up"] = harness.timed(lambda: s.up(**q))
     times["destroy"] = harness.timed(lambda: s.destroy(**q))
