@@ -1,0 +1,242 @@
+"""Stacks of many graphs (10, 50, 100 tiny 2-component mocker graphs, distinct names, one namespace,
+`await: {mode: skip}`) on the local control plane: `preview`, first `up`, no-op `up`, an `up` changing
+one graph (a replica bump), `destroy`; a fit of time against graphs (linear, and a quadratic term);
+the effect of `--parallel`; the state's size per graph and the serialized dynamic provider's size per
+resource. Figures on a shared machine are upper bounds.
+
+    . tools/env.sh && python -m benchmarks.fleet_bench [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from pulumi import automation as auto
+
+from benchmarks import harness
+from benchmarks.figure import Figure
+from tools.localcluster import LocalCluster
+
+# Stack sizes (graphs per stack); `--quick` runs the first two.
+SIZES = (10, 50, 100)
+QUICK_SIZES = (10, 50)
+# Stack whose `preview` is timed at each `--parallel` (None: the CLI's default).
+PARALLEL_SIZE = 50
+PARALLELISM = (None, 4, 32)
+NAMESPACE = "fleet"
+# A quadratic term adding less than this share of the largest stack's time reads as linear.
+LINEAR_SHARE = 0.10
+# Type of the program's dynamic resources in the state.
+DYNAMIC_TYPE = "pulumi-python:dynamic:Resource"
+GRAPH = """\
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata:
+  name: {name}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      replicas: 1
+      extraPodSpec: {{mainContainer: {{image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0}}}}
+    worker:
+      componentType: worker
+      replicas: {replicas}
+      extraPodSpec:
+        mainContainer:
+          image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0
+          command: [python3, -m, dynamo.mocker]
+          args: [--model-path, /models/tiny-chat]
+"""
+# User agents of the control plane's own components (their requests are not the stack's).
+SYSTEM_AGENTS = ("kube-", "kwok", "lws", "fake-", "kubelet")
+STEPS = ("preview", "first up", "no-op up", "one-graph change up", "destroy")
+
+
+def graph_files(folder: Path, count: int) -> list[Path]:
+    folder.mkdir(parents=True)
+    paths = []
+    for i in range(count):
+        path = folder / f"g{i:03d}.yaml"
+        path.write_text(GRAPH.format(name=f"g{i:03d}", replicas=1))
+        paths.append(path)
+    return paths
+
+
+def bytes_by_type(deployment: dict[str, Any]) -> dict[str, int]:
+    """Serialized state bytes per resource type (the provider's type for dynamic resources), largest first."""
+    out: dict[str, int] = {}
+    for r in deployment.get("resources") or []:
+        kind = str(r.get("type"))
+        if kind == DYNAMIC_TYPE:
+            kind = f"dynamic:{r.get('urn', '').split('::')[-2].split('$')[-1]}"
+        out[kind] = out.get(kind, 0) + len(json.dumps(r))
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def state_sizes(deployment: dict[str, Any]) -> tuple[int, list[int], int]:
+    """(state bytes, `__provider` lengths of the dynamic resources, resource count)."""
+    resources = deployment.get("resources") or []
+    providers = [
+        len(str(r.get("inputs", {}).get("__provider", "")))
+        for r in resources
+        if r.get("type") == DYNAMIC_TYPE
+    ]
+    return len(json.dumps(deployment)), providers, len(resources)
+
+
+def preview(s: auto.Stack, parallel: int | None) -> None:
+    """`preview` at this `--parallel` (None: the CLI's default)."""
+    s.preview(parallel=parallel, **harness.QUIET)
+
+
+def run_size(
+    root: Path, cluster: LocalCluster, count: int, parallel: bool
+) -> tuple[dict[str, float], dict[str, Any]]:
+    graphs = graph_files(root / f"graphs-{count}", count)
+    s = harness.program_stack(
+        root,
+        cluster,
+        f"fleet{count}",
+        graphs,
+        {"namespace": f"{NAMESPACE}-{count}", "await": {"mode": "skip"}},
+    )
+    times: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    q = harness.QUIET
+    times["preview"] = harness.timed(lambda: s.preview(**q))
+    times["first up"] = harness.timed(lambda: s.up(**q))
+    before = len(cluster.audit_events())
+    times["no-op up"] = harness.timed(lambda: s.up(**q))
+    info["no-op requests"] = sum(
+        1
+        for e in cluster.audit_events()[before:]
+        if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
+    )
+    deployment = dict(s.export_stack().deployment or {})
+    size, providers, resources = state_sizes(deployment)
+    info.update(state=size, providers=providers, resources=resources, by_type=bytes_by_type(deployment))
+    print(
+        f"[fleet] {count} graphs: {resources} resources; state bytes by type {info['by_type']}",
+        file=sys.stderr,
+    )
+    if parallel:
+        info["parallel"] = {p: harness.timed(functools.partial(preview, s, p)) for p in PARALLELISM}
+    graphs[0].write_text(GRAPH.format(name="g000", replicas=2))
+    times["one-graph change up"] = harness.timed(lambda: s.up(**q))
+    times["destroy"] = harness.timed(lambda: s.destroy(**q))
+    return times, info
+
+
+def fit(sizes: list[int], ys: list[float], label: str) -> list[Figure]:
+    """Linear fit (seconds per graph) and, with three sizes or more, the quadratic term's share."""
+    xs = [float(n) for n in sizes]
+    _, slope = harness.polyfit(xs, ys, 1)
+    out = [
+        Figure(
+            f"fleet {label}: linear fit, per graph", slope, "s/graph", detail={"sizes": sizes, "times": ys}
+        )
+    ]
+    if len(sizes) >= 3:
+        c = harness.polyfit(xs, ys, 2)
+        share = c[2] * max(xs) ** 2 / max(ys)
+        out.append(
+            Figure(
+                f"fleet {label}: quadratic term's share at {max(sizes)} graphs",
+                share,
+                "fraction",
+                detail={
+                    "coefficients": c,
+                    "reads": "linear" if abs(share) < LINEAR_SHARE else "worse than linear",
+                },
+            )
+        )
+    return out
+
+
+def figures(quick: bool) -> list[Figure]:
+    """Every figure at SIZES (quick: QUICK_SIZES)."""
+    return measure(list(QUICK_SIZES if quick else SIZES))
+
+
+def measure(sizes: list[int]) -> list[Figure]:
+    """Every figure for stacks of these many graphs (`--parallel` at PARALLEL_SIZE, if among them)."""
+    out: list[Figure] = []
+    results: dict[int, tuple[dict[str, float], dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        root = Path(d)
+        harness.offline_pulumi(root)
+        with harness.local_cluster(root) as cluster:
+            for n in sizes:
+                results[n] = run_size(root, cluster, n, parallel=n == PARALLEL_SIZE)
+                times, info = results[n]
+                for step in STEPS:
+                    out.append(Figure(f"fleet {n} graphs: {step}", times[step], "s"))
+                out.append(Figure(f"fleet {n} graphs: first up per graph", times["first up"] / n, "s/graph"))
+                out.append(
+                    Figure(
+                        f"fleet {n} graphs: state size per graph",
+                        info["state"] / n / 1024,
+                        "KiB",
+                        detail={"resources": info["resources"], "bytes by type": info["by_type"]},
+                    )
+                )
+                out.append(
+                    Figure(
+                        f"fleet {n} graphs: API requests of a no-op up per graph",
+                        info["no-op requests"] / n,
+                        "requests/graph",
+                    )
+                )
+                providers = info["providers"]
+                if providers:
+                    out.append(
+                        Figure(
+                            f"fleet {n} graphs: __provider size per dynamic resource",
+                            sum(providers) / len(providers) / 1024,
+                            "KiB",
+                            detail={
+                                "max": max(providers),
+                                "dynamic resources": len(providers),
+                                "share of state": sum(providers) / info["state"],
+                            },
+                        )
+                    )
+                for p, t in (info.get("parallel") or {}).items():
+                    out.append(Figure(f"fleet {n} graphs: preview, --parallel {p or 'default'}", t, "s"))
+                print(f"[fleet] {n} graphs: {times}", file=sys.stderr, flush=True)
+    if len(sizes) >= 2:
+        _, marginal = harness.polyfit([float(n) for n in sizes], [results[n][1]["state"] for n in sizes], 1)
+        out.append(Figure("fleet state size per added graph (linear fit)", marginal / 1024, "KiB/graph"))
+        _, per_graph = harness.polyfit(
+            [float(n) for n in sizes], [results[n][1]["resources"] for n in sizes], 1
+        )
+        out.append(Figure("fleet Pulumi resources per added graph", per_graph, "resources/graph"))
+    for step in ("first up", "no-op up", "preview") if len(sizes) >= 2 else ():
+        out += fit(sizes, [results[n][0][step] for n in sizes], step)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help=f"stacks of {QUICK_SIZES} graphs only")
+    parser.add_argument("--sizes", help=f"comma-separated stack sizes (default {SIZES})")
+    args = parser.parse_args()
+    sizes = (
+        [int(n) for n in args.sizes.split(",")] if args.sizes else list(QUICK_SIZES if args.quick else SIZES)
+    )
+    for f in measure(sizes):
+        print(f.line(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
