@@ -25,6 +25,8 @@ from benchmarks.common import Figure, table
 SECTIONS: dict[str, str] = {
     "render": "benchmarks.render_bench",
     "requests": "benchmarks.requests_bench",
+    "apply": "benchmarks.apply_bench",
+    "fleet": "benchmarks.fleet_bench",
 }
 
 

@@ -20,8 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pulumi import automation as auto
+
 from benchmarks import harness
-from benchmarks.figure import Figure
+from benchmarks.common import Figure, figure_name, table
 from components.platform_plan import DEFAULT_CRD_DIR, crd_documents, installable
 from dynamo_infra.cli.rendering import cluster_options, dump_yaml, render_files
 from tools.localcluster import LocalCluster
@@ -77,6 +79,8 @@ if config.get("file"):
     ConfigGroup("bench", files=[config.require("file")], opts=pulumi.ResourceOptions(provider=provider))
 """,
 }
+# Target: our `up`, no-op `up` and `preview` faster than a ConfigGroup of the same objects.
+CONFIGGROUP_RATIO_TARGET = 1.0
 # Name of the engine's floor (a Pulumi program of one provider and no objects).
 FLOOR = "pulumi engine floor (provider only)"
 # Steps timed for each applier, in the order they run.
@@ -114,16 +118,20 @@ def established(cluster: LocalCluster) -> None:
     kubectl(cluster, "wait", "--for=condition=Established", "crd", "--all", "--timeout=30s")
 
 
-def run_ours(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
-    s = harness.program_stack(
-        root / "ours", cluster, f"o{i}", [graph], {"namespace": f"o-{i}", "await": {"mode": "skip"}}
-    )
+def stack_steps(s: auto.Stack) -> dict[str, float]:
+    """Seconds of a stack's first `up`, a no-op `up` and a `preview`, in that order."""
     return {
         "up": harness.timed(lambda: s.up(**harness.QUIET)),
         "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
         "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
-        "resources": len((s.export_stack().deployment or {}).get("resources") or []),
     }
+
+
+def run_ours(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
+    s = harness.program_stack(
+        root / "ours", cluster, f"o{i}", [graph], {"namespace": f"o-{i}", "await": {"mode": "skip"}}
+    )
+    return {**stack_steps(s), "resources": len((s.export_stack().deployment or {}).get("resources") or [])}
 
 
 def run_kubectl(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
@@ -145,12 +153,7 @@ def run_config_group(root: Path, cluster: LocalCluster, graph: Path, i: int) -> 
         "configgroup-bench:file": str(file),
     }
     s = harness.stack(root / "configgroup", f"b{i}", config, CONFIG_GROUP_PROJECT)
-    return {
-        "up": harness.timed(lambda: s.up(**harness.QUIET)),
-        "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
-        "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
-        "resources": len((s.export_stack().deployment or {}).get("resources") or []),
-    }
+    return {**stack_steps(s), "resources": len((s.export_stack().deployment or {}).get("resources") or [])}
 
 
 def run_engine_floor(root: Path, cluster: LocalCluster, graph: Path, i: int) -> dict[str, float]:
@@ -158,11 +161,7 @@ def run_engine_floor(root: Path, cluster: LocalCluster, graph: Path, i: int) -> 
     del graph
     config = {"configgroup-bench:kubeconfigPath": str(cluster.kubeconfig)}
     s = harness.stack(root / "configgroup", f"floor{i}", config, CONFIG_GROUP_PROJECT)
-    return {
-        "up": harness.timed(lambda: s.up(**harness.QUIET)),
-        "no-op up": harness.timed(lambda: s.up(**harness.QUIET)),
-        "preview": harness.timed(lambda: s.preview(**harness.QUIET)),
-    }
+    return stack_steps(s)
 
 
 def figures(quick: bool) -> list[Figure]:
@@ -201,7 +200,7 @@ def figures(quick: bool) -> list[Figure]:
             for applier in runners:
                 out.append(
                     Figure(
-                        f"apply {step}: {applier}",
+                        figure_name("apply", step, f"{applier}_s"),
                         med[applier][step],
                         "s",
                         detail={**detail, "samples": samples[applier][step]},
@@ -209,17 +208,18 @@ def figures(quick: bool) -> list[Figure]:
                 )
             out.append(
                 Figure(
-                    f"apply {step}: ours / configgroup",
+                    figure_name("apply", step, "ours_per_configgroup"),
                     med["ours"][step] / med["configgroup"][step],
-                    "x",
+                    "ratio",
+                    target=CONFIGGROUP_RATIO_TARGET,
                     detail=detail,
                 )
             )
             out.append(
                 Figure(
-                    f"apply {step}: ours / kubectl",
+                    figure_name("apply", step, "ours_per_kubectl"),
                     med["ours"][step] / med["kubectl"][step],
-                    "x",
+                    "ratio",
                     detail=detail,
                 )
             )
@@ -227,29 +227,32 @@ def figures(quick: bool) -> list[Figure]:
                 above = med[applier][step] - med[FLOOR][step]
                 out.append(
                     Figure(
-                        f"apply {step}: {applier} above the engine floor per object",
+                        figure_name("apply", step, f"{applier}_above_engine_floor_per_object"),
                         1000 * above / objects,
                         "ms",
                     )
                 )
             out.append(
                 Figure(
-                    f"apply {step}: overhead over kubectl per object",
+                    figure_name("apply", step, "ours_over_kubectl_per_object"),
                     1000 * (med["ours"][step] - med["kubectl"][step]) / objects,
                     "ms",
                     detail=detail,
                 )
             )
-        out.append(Figure("apply objects in the graph (with its namespace)", objects, "objects"))
+        out.append(
+            Figure(
+                figure_name("apply", "objects"), objects, "objects", note="the graph's, with its namespace"
+            )
+        )
         for applier in ("ours", "configgroup"):
             resources = med[applier]["resources"]
-            out.append(Figure(f"apply Pulumi resources in the state: {applier}", resources, "resources"))
+            out.append(Figure(figure_name("apply", "state_resources", applier), resources, "resources"))
     return out
 
 
 def main() -> int:
-    for f in figures("--quick" in sys.argv):
-        print(f.line(), flush=True)
+    print(table(figures("--quick" in sys.argv)))
     return 0
 
 

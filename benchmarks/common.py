@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ class Figure:
         out["value"] = None if math.isnan(self.value) else self.value
         out["met"] = self.met
         return out
+
+
+def figure_name(section: str, *parts: object) -> str:
+    """`section.part.part`: a figure's dotted name, each part in lower case with `_` for other characters."""
+    return ".".join([section, *(re.sub(r"[^a-z0-9]+", "_", str(p).lower()).strip("_") for p in parts)])
 
 
 def format_value(value: float) -> str:

@@ -20,7 +20,8 @@ from typing import Any
 from pulumi import automation as auto
 
 from benchmarks import harness
-from benchmarks.figure import Figure
+from benchmarks.common import Figure, figure_name, table
+from benchmarks.requests_bench import reads_writes, tally
 from tools.localcluster import LocalCluster
 
 # Stack sizes (graphs per stack); `--quick` runs the first two.
@@ -56,6 +57,10 @@ spec:
 """
 # User agents of the control plane's own components (their requests are not the stack's).
 SYSTEM_AGENTS = ("kube-", "kwok", "lws", "fake-", "kubelet")
+# Targets (issue 15) of a stack of TARGET_SIZE graphs: seconds by step, and no write in a no-op `up`.
+TARGET_SIZE = 100
+STEP_TARGETS = {"preview": 60.0, "no-op up": 60.0}
+NOOP_WRITES_TARGET = 0
 STEPS = ("preview", "first up", "no-op up", "one-graph change up", "destroy")
 
 
@@ -114,11 +119,11 @@ def run_size(
     times["first up"] = harness.timed(lambda: s.up(**q))
     before = len(cluster.audit_events())
     times["no-op up"] = harness.timed(lambda: s.up(**q))
+    events = cluster.audit_events()[before:]
     info["no-op requests"] = sum(
-        1
-        for e in cluster.audit_events()[before:]
-        if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
+        1 for e in events if not str(e.get("userAgent", "")).startswith(SYSTEM_AGENTS)
     )
+    info["no-op writes"] = reads_writes(tally(events))[1]
     deployment = dict(s.export_stack().deployment or {})
     size, providers, resources = state_sizes(deployment)
     info.update(state=size, providers=providers, resources=resources, by_type=bytes_by_type(deployment))
@@ -134,13 +139,18 @@ def run_size(
     return times, info
 
 
+def step_target(graphs: int, step: str) -> float | None:
+    """The step's wall-time target at this stack size (only at TARGET_SIZE)."""
+    return STEP_TARGETS.get(step) if graphs == TARGET_SIZE else None
+
+
 def fit(sizes: list[int], ys: list[float], label: str) -> list[Figure]:
     """Linear fit (seconds per graph) and, with three sizes or more, the quadratic term's share."""
     xs = [float(n) for n in sizes]
     _, slope = harness.polyfit(xs, ys, 1)
     out = [
         Figure(
-            f"fleet {label}: linear fit, per graph", slope, "s/graph", detail={"sizes": sizes, "times": ys}
+            figure_name("fleet", label, "per_graph"), slope, "s/graph", detail={"sizes": sizes, "times": ys}
         )
     ]
     if len(sizes) >= 3:
@@ -148,9 +158,11 @@ def fit(sizes: list[int], ys: list[float], label: str) -> list[Figure]:
         share = c[2] * max(xs) ** 2 / max(ys)
         out.append(
             Figure(
-                f"fleet {label}: quadratic term's share at {max(sizes)} graphs",
+                figure_name("fleet", label, "quadratic_share"),
                 share,
                 "fraction",
+                target=LINEAR_SHARE,
+                note=f"of the time at {max(sizes)} graphs",
                 detail={
                     "coefficients": c,
                     "reads": "linear" if abs(share) < LINEAR_SHARE else "worse than linear",
@@ -177,11 +189,28 @@ def measure(sizes: list[int]) -> list[Figure]:
                 results[n] = run_size(root, cluster, n, parallel=n == PARALLEL_SIZE)
                 times, info = results[n]
                 for step in STEPS:
-                    out.append(Figure(f"fleet {n} graphs: {step}", times[step], "s"))
-                out.append(Figure(f"fleet {n} graphs: first up per graph", times["first up"] / n, "s/graph"))
+                    out.append(
+                        Figure(
+                            figure_name("fleet", n, f"{step}_s"),
+                            times[step],
+                            "s",
+                            target=step_target(n, step),
+                        )
+                    )
+                out.append(
+                    Figure(figure_name("fleet", n, "first_up_per_graph"), times["first up"] / n, "s/graph")
+                )
                 out.append(
                     Figure(
-                        f"fleet {n} graphs: state size per graph",
+                        figure_name("fleet", n, "noop_up_writes"),
+                        info["no-op writes"],
+                        "requests",
+                        target=NOOP_WRITES_TARGET,
+                    )
+                )
+                out.append(
+                    Figure(
+                        figure_name("fleet", n, "state_per_graph"),
                         info["state"] / n / 1024,
                         "KiB",
                         detail={"resources": info["resources"], "bytes by type": info["by_type"]},
@@ -189,7 +218,7 @@ def measure(sizes: list[int]) -> list[Figure]:
                 )
                 out.append(
                     Figure(
-                        f"fleet {n} graphs: API requests of a no-op up per graph",
+                        figure_name("fleet", n, "noop_up_requests_per_graph"),
                         info["no-op requests"] / n,
                         "requests/graph",
                     )
@@ -198,7 +227,7 @@ def measure(sizes: list[int]) -> list[Figure]:
                 if providers:
                     out.append(
                         Figure(
-                            f"fleet {n} graphs: __provider size per dynamic resource",
+                            figure_name("fleet", n, "provider_input_per_resource"),
                             sum(providers) / len(providers) / 1024,
                             "KiB",
                             detail={
@@ -209,15 +238,17 @@ def measure(sizes: list[int]) -> list[Figure]:
                         )
                     )
                 for p, t in (info.get("parallel") or {}).items():
-                    out.append(Figure(f"fleet {n} graphs: preview, --parallel {p or 'default'}", t, "s"))
+                    out.append(
+                        Figure(figure_name("fleet", n, f"preview_parallel_{p or 'default'}_s"), t, "s")
+                    )
                 print(f"[fleet] {n} graphs: {times}", file=sys.stderr, flush=True)
     if len(sizes) >= 2:
         _, marginal = harness.polyfit([float(n) for n in sizes], [results[n][1]["state"] for n in sizes], 1)
-        out.append(Figure("fleet state size per added graph (linear fit)", marginal / 1024, "KiB/graph"))
+        out.append(Figure(figure_name("fleet", "state_per_added_graph"), marginal / 1024, "KiB/graph"))
         _, per_graph = harness.polyfit(
             [float(n) for n in sizes], [results[n][1]["resources"] for n in sizes], 1
         )
-        out.append(Figure("fleet Pulumi resources per added graph", per_graph, "resources/graph"))
+        out.append(Figure(figure_name("fleet", "resources_per_added_graph"), per_graph, "resources/graph"))
     for step in ("first up", "no-op up", "preview") if len(sizes) >= 2 else ():
         out += fit(sizes, [results[n][0][step] for n in sizes], step)
     return out
@@ -233,8 +264,7 @@ def main() -> int:
     sizes = (
         [int(n) for n in args.sizes.split(",")] if args.sizes else list(QUICK_SIZES if args.quick else SIZES)
     )
-    for f in measure(sizes):
-        print(f.line(), flush=True)
+    print(table(measure(sizes)))
     return 0
 
 
