@@ -31,13 +31,18 @@ from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient
 from dynamo_infra.render.agent import AGENT_NAME
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
-# The pulumi-kubernetes resource of each kind of the agent's objects.
-AGENT_RESOURCES: dict[str, Callable[..., pulumi.Resource]] = {
-    "ServiceAccount": k8s.core.v1.ServiceAccount,
-    "Deployment": k8s.apps.v1.Deployment,
-    "Role": k8s.rbac.v1.Role,
-    "RoleBinding": k8s.rbac.v1.RoleBinding,
-}
+
+
+def agent_resource(kind: str) -> Callable[..., pulumi.Resource]:
+    """The pulumi-kubernetes resource of a kind of the agent's objects (looked up when the stack runs
+    an agent: `apps.v1` costs ~50 ms to import, and nothing else of the platform needs it)."""
+    resources: dict[str, Callable[[], Callable[..., pulumi.Resource]]] = {
+        "ServiceAccount": lambda: k8s.core.v1.ServiceAccount,
+        "Deployment": lambda: k8s.apps.v1.Deployment,
+        "Role": lambda: k8s.rbac.v1.Role,
+        "RoleBinding": lambda: k8s.rbac.v1.RoleBinding,
+    }
+    return resources[kind]()
 
 
 def _in_namespace(kind: str, name: str, namespace: str) -> dict[str, object]:
@@ -251,7 +256,7 @@ class Platform(pulumi.ComponentResource):
         for kind in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
             for o in (o for o in plan.agent if o.kind == kind):
                 self.agent.append(
-                    AGENT_RESOURCES[kind](
+                    agent_resource(kind)(
                         o.name,
                         metadata=o.metadata,
                         **o.inputs,
