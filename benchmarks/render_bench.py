@@ -11,6 +11,7 @@ import json
 import os
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -246,7 +247,7 @@ def provider_start_s() -> float:
     t0 = time.perf_counter()
     proc = subprocess.Popen(
         [str(plugin), "127.0.0.1:1"], cwd=REPO, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
@@ -255,7 +256,8 @@ def provider_start_s() -> float:
         if not port.isdigit():
             raise RuntimeError(f"the dynamic provider printed {port!r}, not its port")
     finally:
-        proc.kill()
+        # The plugin is a shell script running Python as its child: stop the whole process group.
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     return elapsed
 
