@@ -24,7 +24,8 @@ from pulumi import automation as auto
 
 from benchmarks import harness
 from benchmarks.common import Figure, figure_name, table
-from components.platform_plan import DEFAULT_CRD_DIR, crd_documents, installable
+from components.crd_files import crd_documents
+from components.platform_plan import DEFAULT_CRD_DIR, installable
 from dynamo_infra.cli.rendering import cluster_options, dump_yaml, render_files
 from tools.localcluster import LocalCluster
 

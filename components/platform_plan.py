@@ -22,15 +22,13 @@ so existing stacks neither replace nor delete them.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from components.agent_plan import AgentObjectPlan, plan_agent
+from components.crd_files import crd_document, crd_names, crd_sources
 from components.namespace_objects import (
     PLATFORM_ACCOUNTS,
     PLATFORM_ROLES,
@@ -157,23 +155,9 @@ def shared(metadata: dict[str, Any]) -> dict[str, Any]:
     return {**metadata, "annotations": annotations}
 
 
-@functools.cache
-def crd_documents(crd_dir: Path, crd_set: str) -> tuple[dict[str, Any], ...]:
-    """The CustomResourceDefinitions of one shipped set (every YAML document of its folder; read once)."""
-    files = sorted((crd_dir / crd_set).glob("*.yaml"))
-    if not files:
-        raise FileNotFoundError(f"{crd_dir / crd_set} holds no CRD files")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    docs = [d for f in files for d in yaml.load_all(f.read_text(), Loader=loader) if d]
-    for d in docs:
-        if d.get("kind") != "CustomResourceDefinition":
-            raise ValueError(f"{crd_dir / crd_set}: {d.get('kind')} is not a CustomResourceDefinition")
-    return tuple(docs)
-
-
 def dynamo_crd_names(crd_dir: Path = DEFAULT_CRD_DIR) -> list[str]:
     """Names of the Dynamo runtime's CRDs every stack installs."""
-    return [str(d["metadata"]["name"]) for d in crd_documents(crd_dir, DYNAMO_CRD_SET)]
+    return crd_names(crd_dir, DYNAMO_CRD_SET)
 
 
 def crd_stub(name: str) -> Manifest:
@@ -357,11 +341,12 @@ def plan_platform(name: str, args: PlatformArgs) -> PlatformPlan:
         else None
     )
     sets = [DYNAMO_CRD_SET, *(s for s in args.crds if s != DYNAMO_CRD_SET)]
+    # Only the CRDs the stack installs are parsed (a foreign one is used as it is).
     docs = [
-        doc
+        crd_document(source)
         for crd_set in sets
-        for doc in crd_documents(args.crd_dir, crd_set)
-        if doc["metadata"]["name"] not in ownership.foreign_crds
+        for source in crd_sources(args.crd_dir, crd_set)
+        if source.name not in ownership.foreign_crds
     ]
     crds = tuple(
         ChildPlan(

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components.platform_plan import CLUSTER_FIELD_MANAGER, crd_documents, installable
+from components.crd_files import crd_documents
+from components.platform_plan import CLUSTER_FIELD_MANAGER, installable
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, object_key, stub

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_documents, installable
+from components.crd_files import crd_documents
+from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from components import load_graph
-from components.platform_plan import crd_documents, installable, without_descriptions
+from components.crd_files import crd_documents
+from components.platform_plan import installable, without_descriptions
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import CRD_SETS, DYNAMO_CRD_SET, PlatformOptions
