@@ -7,7 +7,6 @@ RoleBinding in the graphs' namespace; `pulumi destroy` deletes them all with the
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from dynamo_infra.api.manifest import Manifest
@@ -17,15 +16,14 @@ from dynamo_infra.render.agent import agent_objects
 # pulumi-kubernetes does not wait for the Deployment to become available with this annotation (for
 # clusters whose workloads are not awaited: `cluster.await.mode: skip`).
 SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
-# The wire fields of a manifest besides metadata, as pulumi-kubernetes names its resources' arguments.
-_CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 
 
 @dataclass(frozen=True)
 class AgentObjectPlan:
-    """One agent object: its Pulumi name, kind, metadata and other arguments (snake_case)."""
+    """One agent object: its Pulumi name, apiVersion, kind, metadata and other fields."""
 
     name: str
+    api_version: str
     kind: str
     metadata: Manifest
     inputs: Manifest
@@ -53,10 +51,8 @@ def plan_agent(
             "annotations": {**(meta.get("annotations") or {}), **annotations, **extra},
         }
         suffix = "" if meta["namespace"] == home else f"-{meta['namespace']}"
-        inputs = {
-            _CAMEL.sub("_", k).lower(): v
-            for k, v in obj.items()
-            if k not in ("apiVersion", "kind", "metadata")
-        }
-        out.append(AgentObjectPlan(f"{platform}-agent{suffix}", obj["kind"], metadata, inputs))
+        inputs = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        out.append(
+            AgentObjectPlan(f"{platform}-agent{suffix}", obj["apiVersion"], obj["kind"], metadata, inputs)
+        )
     return tuple(out)

@@ -1,16 +1,19 @@
 """Platform: the cluster layer (namespace, service accounts, CRDs, DeviceClass) as pulumi-kubernetes
-resources, created as `plan_platform` plans them; `read_ownership` reads what the cluster holds already."""
+resources (`KubernetesObject`), created as `plan_platform` plans them; `read_ownership` reads what the
+cluster holds already."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.kubernetes_object import KubernetesObject
 from components.namespace_objects import PLATFORM_ACCOUNTS, PLATFORM_CLUSTER_ROLES, RBAC_API_GROUP
 from components.platform_plan import (
+    CRD_API_VERSION,
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
     OWNER_ANNOTATION,
@@ -31,18 +34,6 @@ from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient
 from dynamo_infra.render.agent import AGENT_NAME
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
-
-
-def agent_resource(kind: str) -> Callable[..., pulumi.Resource]:
-    """The pulumi-kubernetes resource of a kind of the agent's objects (looked up when the stack runs
-    an agent: `apps.v1` costs ~50 ms to import, and nothing else of the platform needs it)."""
-    resources: dict[str, Callable[[], Callable[..., pulumi.Resource]]] = {
-        "ServiceAccount": lambda: k8s.core.v1.ServiceAccount,
-        "Deployment": lambda: k8s.apps.v1.Deployment,
-        "Role": lambda: k8s.rbac.v1.Role,
-        "RoleBinding": lambda: k8s.rbac.v1.RoleBinding,
-    }
-    return resources[kind]()
 
 
 def _in_namespace(kind: str, name: str, namespace: str) -> dict[str, object]:
@@ -183,9 +174,11 @@ class Platform(pulumi.ComponentResource):
             return pulumi.ResourceOptions.merge(child, more)
 
         self.namespace = (
-            k8s.core.v1.Namespace(
+            KubernetesObject(
                 plan.namespace.name,
-                metadata=plan.namespace.metadata,
+                "v1",
+                "Namespace",
+                {"metadata": plan.namespace.metadata},
                 opts=with_aliases(plan.namespace.aliases, retain_on_delete=plan.keep_namespace),
             )
             if plan.namespace
@@ -195,31 +188,33 @@ class Platform(pulumi.ComponentResource):
             pulumi.log.info(message, resource=self)
         self.crd_names = [str(c.metadata["name"]) for c in plan.crds]
         self.crds = [
-            k8s.apiextensions.v1.CustomResourceDefinition(
+            KubernetesObject(
                 c.name,
-                metadata=c.metadata,
-                spec=c.inputs["spec"],
+                CRD_API_VERSION,
+                "CustomResourceDefinition",
+                {"metadata": c.metadata, "spec": c.inputs["spec"]},
                 opts=with_aliases(c.aliases, retain_on_delete=True),
             )
             for c in plan.crds
         ]
         self.device_class = (
-            k8s.apiextensions.CustomResource(
+            KubernetesObject(
                 plan.device_class.name,
-                api_version=DEVICE_CLASS_API_VERSION,
-                kind="DeviceClass",
-                metadata=plan.device_class.metadata,
-                spec=plan.device_class.inputs["spec"],
+                DEVICE_CLASS_API_VERSION,
+                "DeviceClass",
+                {"metadata": plan.device_class.metadata, "spec": plan.device_class.inputs["spec"]},
                 opts=with_aliases(plan.device_class.aliases),
             )
             if plan.device_class
             else None
         )
+        rbac = f"{RBAC_API_GROUP}/v1"
         self.cluster_roles = [
-            k8s.rbac.v1.ClusterRole(
+            KubernetesObject(
                 r.name,
-                metadata=r.metadata,
-                rules=r.inputs["rules"],
+                rbac,
+                "ClusterRole",
+                {"metadata": r.metadata, "rules": r.inputs["rules"]},
                 opts=with_aliases(r.aliases, retain_on_delete=True),
             )
             for r in plan.cluster_roles
@@ -228,24 +223,32 @@ class Platform(pulumi.ComponentResource):
         self.service_accounts: list[pulumi.Resource] = []
         self.role_bindings: list[pulumi.Resource] = []
         for a in plan.accounts:
-            sa = k8s.core.v1.ServiceAccount(
-                a.name, metadata=a.metadata, opts=with_aliases(a.aliases, depends_on=in_ns)
-            )
-            binding = k8s.rbac.v1.RoleBinding(
+            sa = KubernetesObject(
                 a.name,
-                metadata=a.binding_metadata,
-                role_ref=a.role_ref,
-                subjects=a.subjects,
+                "v1",
+                "ServiceAccount",
+                {"metadata": a.metadata},
+                opts=with_aliases(a.aliases, depends_on=in_ns),
+            )
+            binding = KubernetesObject(
+                a.name,
+                rbac,
+                "RoleBinding",
+                {"metadata": a.binding_metadata, "roleRef": a.role_ref, "subjects": a.subjects},
                 opts=with_aliases(a.aliases, depends_on=[*in_ns, sa, *self.cluster_roles]),
             )
             self.service_accounts.append(sa)
             self.role_bindings.append(binding)
         self.mpi_ssh_secret = (
-            k8s.core.v1.Secret(
+            KubernetesObject(
                 plan.mpi_ssh_secret.name,
-                metadata=plan.mpi_ssh_secret.metadata,
-                type=plan.mpi_ssh_secret.inputs["type"],
-                data=pulumi.Output.secret(plan.mpi_ssh_secret.inputs["data"]),
+                "v1",
+                "Secret",
+                {
+                    "metadata": plan.mpi_ssh_secret.metadata,
+                    "type": plan.mpi_ssh_secret.inputs["type"],
+                    "data": pulumi.Output.secret(plan.mpi_ssh_secret.inputs["data"]),
+                },
                 opts=with_aliases(plan.mpi_ssh_secret.aliases, depends_on=in_ns),
             )
             if plan.mpi_ssh_secret
@@ -256,10 +259,11 @@ class Platform(pulumi.ComponentResource):
         for kind in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
             for o in (o for o in plan.agent if o.kind == kind):
                 self.agent.append(
-                    agent_resource(kind)(
+                    KubernetesObject(
                         o.name,
-                        metadata=o.metadata,
-                        **o.inputs,
+                        o.api_version,
+                        o.kind,
+                        {"metadata": o.metadata, **o.inputs},
                         opts=with_aliases((), depends_on=[*in_ns, *self.agent]),
                     )
                 )

@@ -118,7 +118,7 @@ def test_the_platform_plans_the_agent_as_the_stacks_own() -> None:
     (main,) = deployment["template"]["spec"]["containers"]
     assert main["image"] == IMAGE and main["command"][-2:] == ["--namespace", "team"]
     assert deployment["template"]["spec"]["serviceAccountName"] == "dynamo-infra-agent"
-    assert set(plan.agent[3].inputs) == {"role_ref", "subjects"}
+    assert set(plan.agent[3].inputs) == {"roleRef", "subjects"}
     assert plan.outputs["agent"] == {"image": IMAGE, "namespace": "team"}
     # Elsewhere: the account and Deployment there, the Role and binding in the graphs' namespace.
     ops = plan_platform(
