@@ -1,8 +1,9 @@
 """Dynamic provider that holds a graph as the user wrote it, so an update can be admitted as the
 operator's validating webhook admits one: `check` compares the graph in the stack's state with the
 new one (`api.admission.review_update`: immutable fields, scaling-adapter replicas, runtime version)
-and fails the preview or `up` before any object is written. It touches no cluster, and never shows
-as a change itself.
+and fails the preview or `up` before any object is written (an unchanged graph, as on every no-op
+run, is no update: the program admits the graph as written on every run). It touches no cluster, and
+never shows as a change itself.
 
 Inputs: graph (the DGD manifest), features (the operator's gates the webhook reads), namespace.
 """
@@ -10,16 +11,16 @@ Inputs: graph (the DGD manifest), features (the operator's gates the webhook rea
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.api import DynamoValidationError
-from dynamo_infra.api.admission import OperatorFeatures, review_update
-from dynamo_infra.api.base import Resource
-from dynamo_infra.api.loader import load_documents
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider, log
+
+if TYPE_CHECKING:
+    from dynamo_infra.api.admission import OperatorFeatures
+    from dynamo_infra.api.base import Resource
 
 # The property a failed check names: none (the engine would print the whole graph with it).
 NO_PROPERTY = ""
@@ -48,6 +49,8 @@ def _integers(value: Any) -> Any:
 
 
 def _typed(manifest: Manifest) -> Resource:
+    from dynamo_infra.api.loader import load_documents  # here: Check and Diff stay light (reconcile.base)
+
     (doc,) = load_documents([_integers(manifest)], admission=False).documents
     return doc
 
@@ -57,8 +60,12 @@ class GraphAdmissionProvider(Provider[AdmissionInputs]):
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         old, new = self.typed(olds), self.typed(news)
-        if not old.graph:
+        if not old.graph or _integers(old.to_props()) == _integers(new.to_props()):
+            # A creation or no change: the program's own admission of the graph is the webhook's answer.
             return CheckResult(news, [])
+        from dynamo_infra.api import DynamoValidationError  # here: an unchanged graph loads no model
+        from dynamo_infra.api.admission import OperatorFeatures, review_update
+
         try:
             review = review_update(
                 _typed(old.graph),

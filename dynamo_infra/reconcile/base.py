@@ -3,6 +3,12 @@
 A provider's inputs are one frozen dataclass built from the Pulumi property dict; `diff` compares
 those objects and the reconcile reads them, so what is diffed is what is applied. The client is
 built from them in each call (decision 10: a pickled provider never holds a client).
+
+Check and Diff run for every resource on every preview and `up`, in a provider process started for
+that run, and need only the inputs: the providers every graph has (workloads, admission, records)
+import at load time only this module and `pulumi.dynamic`, and what talks to the cluster or renders
+(the kube client, the API models, `workload_calls`, `records_calls`) inside the calls that write or
+read.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ import dataclasses
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
 
 from pulumi.dynamic import ReadResult, ResourceProvider
 
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+
+if TYPE_CHECKING:
+    from dynamo_infra.reconcile.kube import KubeClient
 
 # How often a wait polls the cluster.
 POLL_INTERVAL_S = 1.0
@@ -79,7 +86,9 @@ class Inputs:
 
     def client(self) -> KubeClient:
         """A client for this call (decision 10: never kept on the provider)."""
-        return KubeClient(connection.load(self.kubeconfig, self.context or None))
+        from dynamo_infra.reconcile import connection, kube  # here: Check and Diff stay light (module doc)
+
+        return kube.KubeClient(connection.load(self.kubeconfig, self.context or None))
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

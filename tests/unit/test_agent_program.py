@@ -283,8 +283,9 @@ class Cluster:
 
 
 def test_a_new_agent_owned_workload_starts_from_the_records_replicas() -> None:
-    from dynamo_infra.reconcile.provider import WorkloadInputs, live_replicas
+    from dynamo_infra.reconcile.provider import WorkloadInputs
     from dynamo_infra.reconcile.workload import Ownership, apply_objects
+    from dynamo_infra.reconcile.workload_calls import live_replicas
 
     dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "w-2", "namespace": "ns"},
            "spec": {"replicas": 1}}  # fmt: skip

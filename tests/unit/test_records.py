@@ -144,7 +144,7 @@ def test_records_props_watch_each_components_workload() -> None:
 
 
 def test_the_operators_dgd_is_adopted_with_its_ties_dropped() -> None:
-    from dynamo_infra.reconcile.records_provider import adoption_operations, operator_dgd, storage_version
+    from dynamo_infra.reconcile.records_calls import adoption_operations, operator_dgd, storage_version
 
     user = {"manager": "kubectl-client-side-apply", "operation": "Update"}
     operator = {"manager": "manager", "operation": "Update", "subresource": "status"}

@@ -235,7 +235,7 @@ def test_create_takes_over_the_operators_objects_and_reports_them(monkeypatch: p
     fake = Cluster(DGD, DCD, left(SVC, owner), left(DEP, owner))
     monkeypatch.setattr(base.Inputs, "client", lambda self: fake)
     lines: list[str] = []
-    monkeypatch.setattr("dynamo_infra.reconcile.provider.log", lines.append)
+    monkeypatch.setattr("dynamo_infra.reconcile.workload_calls.log", lines.append)
     outs = ComponentWorkloadProvider().create(props(SVC, DEP)).outs or {}
     for key in ("v1/Service/n/g-frontend", "apps/v1/Deployment/n/g-frontend"):
         meta = fake.objects[key]["metadata"]
