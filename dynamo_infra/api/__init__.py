@@ -55,6 +55,8 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dynamo_infra.api' has no attribute {name!r}")
-    if module == f"{__name__}.{name}":
-        return importlib.import_module(module)
-    return getattr(importlib.import_module(module), name)
+    value = importlib.import_module(module)
+    if module != f"{__name__}.{name}":
+        value = getattr(value, name)
+    globals()[name] = value  # looked up once
+    return value
