@@ -10,7 +10,6 @@ adds to a stored object (`with_schema_defaults`).
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 import typing
@@ -30,7 +29,7 @@ from dynamo_infra.api.errors import (
     type_message,
     warn_unknown,
 )
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.typeinfo import unwrap
 
 # A path pattern into a document: wire keys, "*" (any map value) and "[]" (any list item).
@@ -80,7 +79,7 @@ def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
         for key, prop in properties.items():
             null = key in data and data[key] is None and not _nullable(prop)
             if "default" in prop and (key not in data or null):
-                data[key] = copy.deepcopy(prop["default"])
+                data[key] = copy_json(prop["default"])
             elif null:
                 del data[key]
         extra = schema.get("additionalProperties")
@@ -95,7 +94,7 @@ def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
 
 def with_schema_defaults(data: Manifest, kind: str, version: str) -> Manifest:
     """A copy of a wire document with its CRD schema's defaults, as the API server stores it."""
-    out = copy.deepcopy(data)
+    out: Manifest = copy_json(data)
     schema = crd_schema(kind, version)
     if schema:
         apply_defaults(out, schema)

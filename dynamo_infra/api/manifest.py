@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import yaml
@@ -9,6 +10,18 @@ import yaml
 # A Kubernetes object or sub-object (pod spec, container, probe, env var, ...) as the plain mapping
 # the user wrote: checked against the CRD's own OpenAPI schema, never re-typed.
 Manifest = dict[str, Any]
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (dicts, lists, scalars; anything else is deep-copied): a few
+    times faster than `copy.deepcopy`, which also keeps track of shared references such data lacks."""
+    if isinstance(value, dict):
+        return {k: copy_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [copy_json(v) for v in value]
+    if value is None or isinstance(value, str | int | float):
+        return value
+    return copy.deepcopy(value)
 
 
 def dump_yaml(manifests: list[Manifest]) -> str:

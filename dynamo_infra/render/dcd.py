@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from dynamo_infra.api import kube, v1beta1
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import epp, gojson, kvtransfer, names
 from dynamo_infra.render.component_type import defaults_for
@@ -95,7 +94,7 @@ def generate_dcd(
     hash, no EPP mesh opt-out, the Dynamo namespace label and effective discovery backend on the
     pod template, and only an explicit backendFramework.
     """
-    spec = copy.deepcopy(component.to_wire())
+    spec: Manifest = copy_json(component.to_wire())
     template = spec.get("podTemplate") or {}
     template_labels = dict((template.get("metadata") or {}).get("labels") or {})
     base = names.component_base_name(g.name, component.name)

@@ -30,6 +30,8 @@ _POINTER, _SLICE, _MAP = "*", "[]", "map[string]"
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
 # Characters escaped as \u00XX besides controls (HTML safety) and the JavaScript line separators.
 _UNICODE_ESCAPED = frozenset("<>&\u2028\u2029")
+# Any character `quote` writes otherwise than as itself (most strings have none: written as they are).
+_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
 
 
 class GoJSONError(DynamoInfraError):
@@ -77,6 +79,8 @@ def go_types() -> GoTypes:
 
 def quote(s: str) -> str:
     """A Go string as encoding/json writes it (HTML-safe; lone surrogates become U+FFFD)."""
+    if not _NEEDS_ESCAPE.search(s):
+        return f'"{s}"'
     out = ['"']
     for ch in s:
         code = ord(ch)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import re
 
 from dynamo_infra.api import DynamoValidationError, Problem
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env, merge_override
 from dynamo_infra.render import checkpoint, failover, gms
 from dynamo_infra.render.backend import Backend, component_backend
@@ -45,7 +44,7 @@ def _problem(ctx: ComponentContext, field: str, message: str) -> DynamoValidatio
 
 def merge_container(base: Manifest, user: Manifest) -> Manifest:
     """mergeContainerByName: user fields override, env merged by name, probes replaced whole."""
-    user = copy.deepcopy(user)
+    user = copy_json(user)
     merged = merge_override(base, {k: v for k, v in user.items() if k not in ("name", "env", *PROBES)})
     merged["env"] = merge_env(base.get("env"), user.get("env"))
     for probe in PROBES:
@@ -223,7 +222,7 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     if restoring:
         container = with_checkpoint_probe_cadence(container)
 
-    user_spec = copy.deepcopy(ctx.template_spec)
+    user_spec = copy_json(ctx.template_spec)
     sidecars = [c for c in user_spec.pop("containers", None) or [] if c.get("name") != MAIN_CONTAINER]
     pod = merge_override(ctype.pod_spec(ctx), user_spec)
     if user_spec.get("securityContext") is None:
