@@ -10,10 +10,13 @@ resource. Figures on a shared machine are upper bounds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
+import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +65,10 @@ TARGET_SIZE = 100
 STEP_TARGETS = {"preview": 60.0, "no-op up": 60.0}
 NOOP_WRITES_TARGET = 0
 STEPS = ("preview", "first up", "no-op up", "one-graph change up", "destroy")
+# Steps timed again on a second stack with Pulumi's checkpoints off (PULUMI_SKIP_CHECKPOINTS: the state
+# is written once at the end, not after every step).
+UNCHECKPOINTED_STEPS = ("first up", "destroy")
+SKIP_CHECKPOINTS = "PULUMI_SKIP_CHECKPOINTS"
 
 
 def graph_files(folder: Path, count: int) -> list[Path]:
@@ -136,7 +143,27 @@ def run_size(
     graphs[0].write_text(GRAPH.format(name="g000", replicas=2))
     times["one-graph change up"] = harness.timed(lambda: s.up(**q))
     times["destroy"] = harness.timed(lambda: s.destroy(**q))
+    unchecked = harness.program_stack(
+        root,
+        cluster,
+        f"fleet{count}-unchecked",
+        graphs,
+        {"namespace": f"{NAMESPACE}-{count}-unchecked", "await": {"mode": "skip"}},
+    )
+    with without_checkpoints():
+        for step, run in (("first up", unchecked.up), ("destroy", unchecked.destroy)):
+            times[f"{step} skip checkpoints"] = harness.timed(functools.partial(run, **q))
     return times, info
+
+
+@contextlib.contextmanager
+def without_checkpoints() -> Iterator[None]:
+    """Pulumi runs started meanwhile write the state once, at the end (SKIP_CHECKPOINTS)."""
+    os.environ[SKIP_CHECKPOINTS] = "true"
+    try:
+        yield
+    finally:
+        del os.environ[SKIP_CHECKPOINTS]
 
 
 def step_target(graphs: int, step: str) -> float | None:
@@ -188,7 +215,7 @@ def measure(sizes: list[int]) -> list[Figure]:
             for n in sizes:
                 results[n] = run_size(root, cluster, n, parallel=n == PARALLEL_SIZE)
                 times, info = results[n]
-                for step in STEPS:
+                for step in [*STEPS, *(f"{u} skip checkpoints" for u in UNCHECKPOINTED_STEPS)]:
                     out.append(
                         Figure(
                             figure_name("fleet", n, f"{step}_s"),
@@ -249,7 +276,15 @@ def measure(sizes: list[int]) -> list[Figure]:
             [float(n) for n in sizes], [results[n][1]["resources"] for n in sizes], 1
         )
         out.append(Figure(figure_name("fleet", "resources_per_added_graph"), per_graph, "resources/graph"))
-    for step in ("first up", "no-op up", "preview") if len(sizes) >= 2 else ():
+    fitted = (
+        "first up",
+        "no-op up",
+        "preview",
+        "destroy",
+        "first up skip checkpoints",
+        "destroy skip checkpoints",
+    )
+    for step in fitted if len(sizes) >= 2 else ():
         out += fit(sizes, [results[n][0][step] for n in sizes], step)
     return out
 

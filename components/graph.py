@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -195,6 +196,29 @@ def graph_args(
     return DynamoGraphDeploymentArgs(graph, kubeconfig, **keywords)
 
 
+def split_depends_on(
+    opts: pulumi.ResourceOptions | None,
+) -> tuple[pulumi.ResourceOptions | None, list[pulumi.Resource]]:
+    """A graph's options without their `depends_on` resources, and those resources.
+
+    They must exist before the graph's objects are written, so every child that writes waits for them;
+    the graph's own registration and its admission do not, so the dynamic-provider process starts
+    while they are still being checked (the SDK registers a resource only once what it depends on is
+    done). A `depends_on` given as an Output stays on the graph.
+    """
+    if opts is None or opts.depends_on is None:
+        return opts, []
+    deps = opts.depends_on
+    listed: list[Any] = (
+        [deps] if isinstance(deps, pulumi.Resource) else deps if isinstance(deps, list) else []
+    )
+    if not listed or not all(isinstance(d, pulumi.Resource) for d in listed):
+        return opts, []
+    own = copy.copy(opts)
+    own.depends_on = None
+    return own, list(listed)
+
+
 def statuses_by_name(names: list[str], values: list[Any]) -> dict[str, Any]:
     return {n: (v or {}) for n, v in zip(names, values, strict=True)}
 
@@ -236,6 +260,10 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     What it creates is `plan_graph`'s plan (see there), which raises AdmissionDenied for a graph the
     operator's validating webhook would deny with these options. Its child `<name>-admission` keeps the graph as written, so that a later change the
     webhook would deny fails the preview; the webhook's warnings are logged.
+
+    `opts.depends_on` (resources: the platform) is what must exist before the graph's objects are
+    written: every child that writes waits for it; the graph's registration and its admission do not
+    (`split_depends_on`).
     """
 
     state: pulumi.Output[str]
@@ -268,7 +296,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             autoscalers=autoscalers,
             agent=agent,
         )
-        super().__init__(GRAPH_TYPE, name, None, opts)
+        own_opts, required = split_depends_on(opts)
+        super().__init__(GRAPH_TYPE, name, None, own_opts)
         self.plan: GraphPlan = plan_graph(
             name,
             args.graph,
@@ -300,7 +329,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             if plan.admitted
             else None
         )
-        admitted: list[pulumi.Resource] = [self.admission] if self.admission else []
+        # What every child that writes waits for: the admission, and what the graph depends on.
+        admitted: list[pulumi.Resource] = [*([self.admission] if self.admission else []), *required]
         depends: list[pulumi.Resource] = list(admitted)
         self.pvcs = {
             c.claim_name: PersistentVolumeClaim(

@@ -235,7 +235,8 @@ class Platform(pulumi.ComponentResource):
                 rbac,
                 "RoleBinding",
                 {"metadata": a.binding_metadata, "roleRef": a.role_ref, "subjects": a.subjects},
-                opts=with_aliases(a.aliases, depends_on=[*in_ns, sa, *self.cluster_roles]),
+                # Not on the account: a binding's subject need not exist (one check less per run).
+                opts=with_aliases(a.aliases, depends_on=[*in_ns, *self.cluster_roles]),
             )
             self.service_accounts.append(sa)
             self.role_bindings.append(binding)

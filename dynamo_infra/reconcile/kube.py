@@ -24,6 +24,9 @@ PROGRAM_USER_AGENT = "dynamo-infra-program/0.1.0"
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Per-request timeout against the API server.
 REQUEST_TIMEOUT_S = 30.0
+# A wait for a deletion looks again after this long, then twice as long each time up to its poll
+# interval (most objects are gone within milliseconds; a Deployment's pods take longer).
+FIRST_DELETE_POLL_S = 0.02
 # Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
 RETRIES = 5
 
@@ -287,9 +290,12 @@ class KubeClient:
         return True
 
     def wait_deleted(self, obj: Manifest, timeout: float, poll: float = 0.5) -> bool:
+        """Whether the object is gone within `timeout` (looked at with growing pauses up to `poll`)."""
         deadline = time.monotonic() + timeout
+        pause = min(FIRST_DELETE_POLL_S, poll)
         while time.monotonic() < deadline:
             if self.get(obj) is None:
                 return True
-            time.sleep(poll)
+            time.sleep(pause)
+            pause = min(pause * 2, poll)
         return self.get(obj) is None

@@ -117,3 +117,17 @@ def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: 
     # pvc2 is awaited too: the mocks record a resource only once its registration has run.
     children = [made[0].workload.urn, made[3].workload.urn]  # type: ignore[attr-defined]
     return pulumi.Output.all(*(r.urn for r in [*made, pvc2]), *children).apply(check)
+
+
+def test_a_graphs_depends_on_goes_to_its_writing_children(mocks: Mocks) -> None:
+    from components.graph import split_depends_on
+
+    first, second = pulumi.CustomResource("t:i:R", "a"), pulumi.CustomResource("t:i:R", "b")
+    own, required = split_depends_on(pulumi.ResourceOptions(depends_on=[first, second], protect=True))
+    assert required == [first, second]
+    assert own is not None and own.depends_on is None and own.protect is True
+    assert split_depends_on(pulumi.ResourceOptions(depends_on=first))[1] == [first]
+    assert split_depends_on(None) == (None, [])
+    # Given as an Output, it stays on the graph.
+    kept = pulumi.ResourceOptions(depends_on=pulumi.Output.from_input([first]))
+    assert split_depends_on(kept) == (kept, [])
