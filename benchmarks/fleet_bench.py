@@ -108,17 +108,22 @@ def preview(s: auto.Stack, parallel: int | None) -> None:
     s.preview(parallel=parallel, **harness.QUIET)
 
 
+def fleet_stack(root: Path, cluster: LocalCluster, name: str, graphs: list[Path]) -> auto.Stack:
+    """Stack `name` of these graphs in a namespace of its own, without awaiting readiness."""
+    return harness.program_stack(
+        root,
+        cluster,
+        name,
+        graphs,
+        {"namespace": name.replace("fleet", f"{NAMESPACE}-"), "await": {"mode": "skip"}},
+    )
+
+
 def run_size(
     root: Path, cluster: LocalCluster, count: int, parallel: bool
 ) -> tuple[dict[str, float], dict[str, Any]]:
     graphs = graph_files(root / f"graphs-{count}", count)
-    s = harness.program_stack(
-        root,
-        cluster,
-        f"fleet{count}",
-        graphs,
-        {"namespace": f"{NAMESPACE}-{count}", "await": {"mode": "skip"}},
-    )
+    s = fleet_stack(root, cluster, f"fleet{count}", graphs)
     times: dict[str, float] = {}
     info: dict[str, Any] = {}
     q = harness.QUIET
@@ -143,13 +148,7 @@ def run_size(
     graphs[0].write_text(GRAPH.format(name="g000", replicas=2))
     times["one-graph change up"] = harness.timed(lambda: s.up(**q))
     times["destroy"] = harness.timed(lambda: s.destroy(**q))
-    unchecked = harness.program_stack(
-        root,
-        cluster,
-        f"fleet{count}-unchecked",
-        graphs,
-        {"namespace": f"{NAMESPACE}-{count}-unchecked", "await": {"mode": "skip"}},
-    )
+    unchecked = fleet_stack(root, cluster, f"fleet{count}-unchecked", graphs)
     with without_checkpoints():
         for step, run in (("first up", unchecked.up), ("destroy", unchecked.destroy)):
             times[f"{step} skip checkpoints"] = harness.timed(functools.partial(run, **q))
