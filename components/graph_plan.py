@@ -191,7 +191,9 @@ def plan_graph(
             f"{name}-podcliqueset",
             rendered.workloads,
             not_awaited,
-            pull_secret_discovery=True,
+            # Its cliques' pods get discovered secrets when the cluster option is on, but for those of
+            # components that opt out (their clique's annotation, `render.pullsecrets`).
+            pull_secret_discovery=any(c.pull_secret_discovery for c in rendered.components.values()),
             checkpoints=every_checkpoint,
         )
         if rendered.workloads

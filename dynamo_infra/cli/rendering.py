@@ -265,7 +265,9 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
 def _pull_secrets_note(plans: list[GraphPlan]) -> list[str]:
     """The one note on image pull secrets, when a graph's pods get those found in the namespace."""
     discovering = any(
-        p.podcliqueset or any(c.rendered.pull_secret_discovery for c in p.components) for p in plans
+        (p.podcliqueset and p.podcliqueset.pull_secret_discovery)
+        or any(c.rendered.pull_secret_discovery for c in p.components)
+        for p in plans
     )
     return [NOTE_PULL_SECRETS] if discovering else []
 

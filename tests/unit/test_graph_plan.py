@@ -73,3 +73,32 @@ def test_autoscalers_are_planned_for_adapted_components_only() -> None:
         "  autoscalers.W: the component must set scalingAdapter so the autoscaler owns its replicas\n"
         "  autoscalers.X: graph g has no component 'X'"
     )
+
+
+def opted_out(name: str) -> dict[str, Any]:
+    """A Grove worker whose pods opt out of image pull secret discovery."""
+    c = worker(name, nodes=1)
+    c["podTemplate"]["metadata"] = {"annotations": {"nvidia.com/disable-image-pull-secret-discovery": "true"}}
+    return c
+
+
+@pytest.mark.parametrize(
+    ("discovery", "components", "expected"),
+    [
+        (True, ("a", "b"), True),
+        (False, ("a", "b"), False),  # the cluster option off: no discovery for the PodCliqueSet either
+        (True, ("a", "-b"), True),  # one clique opts out (its annotation), the other's pods get secrets
+        (True, ("-a", "-b"), False),  # every clique opts out: nothing to discover
+    ],
+)
+def test_the_podcliqueset_discovers_pull_secrets_as_its_components_do(
+    discovery: bool, components: tuple[str, ...], expected: bool
+) -> None:
+    options = ClusterOptions.parse({**GROVE, "imagePullSecretDiscovery": discovery})
+    members = [opted_out(c[1:]) if c.startswith("-") else worker(c, nodes=1) for c in components]
+    plan = plan_graph("g", graph(*members), options, "ns")
+    assert plan.podcliqueset is not None
+    assert plan.podcliqueset.pull_secret_discovery is expected
+    assert [c.rendered.pull_secret_discovery for c in plan.components] == [
+        discovery and not c.startswith("-") for c in components
+    ]

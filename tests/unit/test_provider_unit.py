@@ -46,6 +46,15 @@ def test_diff_reports_manifest_changes_without_replacing() -> None:
     assert d.changes is True and d.replaces == []
 
 
+@pytest.mark.parametrize("field", ["pullSecretDiscovery", "replicasExternal"])
+def test_diff_reports_a_flag_changed_alone(field: str) -> None:
+    """Every input is diffed: a flag turned on alone is applied by the next `up`."""
+    p = ComponentWorkloadProvider()
+    assert "pullSecretDiscovery" in p.inputs.diffed()
+    d = p.diff("id", props(**{field: False}), props(**{field: True}))
+    assert d.changes is True and d.replaces == []
+
+
 def test_apply_order_puts_dependencies_before_workloads() -> None:
     objs = {"apps/v1/Deployment/n/w": DEP, "v1/Service/n/w": SVC, "v1/ServiceAccount/n/sa": SA}
     assert apply_order(objs) == ["v1/ServiceAccount/n/sa", "v1/Service/n/w", "apps/v1/Deployment/n/w"]
