@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from dynamo_infra.api import Loaded, load_yaml
+from tests import leftovers
 from tools import toolchain
 from tools.localcluster import LocalCluster
 
@@ -18,6 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 # Upstream graphs, CRDs and operator expectations, byte for byte (tests/data/SOURCES).
 CORPUS = DATA / "corpus"
+# Where the run keeps the marker of the processes it starts.
+RUN_MARKER = pytest.StashKey[str]()
 
 
 def load_corpus(source: Path | str) -> Loaded:
@@ -34,8 +37,25 @@ def _interrupted(signum: int, frame: object) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     """A terminated run (CI's time limit, a `kill`) still tears down: SIGTERM ends it as Ctrl-C
-    does, so fixtures stop the local control plane and the processes the e2e harness started."""
+    does, so fixtures stop the local control plane and the processes the e2e harness started. Every
+    process the run starts is marked (`tests/leftovers.py`)."""
     signal.signal(signal.SIGTERM, _interrupted)
+    config.stash[RUN_MARKER] = leftovers.mark_run()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run fails if a process it started is still alive at its end (each is listed and killed)."""
+    found = leftovers.leftovers(session.config.stash[RUN_MARKER])
+    if not found:
+        return
+    lines = [f"  pid {p.pid}: {p.command}" for p in found]
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    message = "processes started by the test run outlived it (killed now):\n" + "\n".join(lines)
+    if reporter is not None:
+        reporter.write_line(message, red=True)
+    else:
+        print(message)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
