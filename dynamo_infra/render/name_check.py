@@ -1,0 +1,89 @@
+"""The names a rendering derives, checked as the API server will check them: each object's
+metadata.name by its kind's rule and every label value, so a graph whose derived names cannot exist
+fails before anything is written, naming the field the name comes from."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from dynamo_infra.api import AnyDGD, Problem, v1alpha1
+from dynamo_infra.api.admission.paths import Paths
+from dynamo_infra.api.kubenames import LABEL_VALUE, key_broken, name_rule
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render import names
+
+if TYPE_CHECKING:
+    from dynamo_infra.render.graph import RenderedGraph
+
+# Keys under which a manifest holds label maps (object, pod template and selector labels).
+_LABEL_MAPS = frozenset({"labels", "matchLabels"})
+# Keys whose subtrees hold no label maps (container lists are most of a pod spec).
+_NO_LABELS = frozenset({"containers", "initContainers", "volumes", "env", "args", "command", "data"})
+# Labels whose values come from the graph's name (and namespace), not a component's.
+_GRAPH_LABELS = frozenset({names.LABEL_GRAPH, names.LABEL_NAMESPACE})
+
+
+def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _LABEL_MAPS and isinstance(value, dict):
+                yield value
+            elif key not in _NO_LABELS and isinstance(value, dict | list):
+                yield from _label_maps(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _label_maps(item)
+
+
+def object_problems(
+    obj: Manifest, at: str, graph_at: str, seen: set[tuple[str, str]] | None = None
+) -> list[Problem]:
+    """Problems of one rendered object: blamed on `at` (what its name derives from), or on
+    `graph_at` for labels that carry the graph's name; a label already in `seen` is not repeated."""
+    seen = set() if seen is None else seen
+    kind = str(obj.get("kind", ""))
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    out = []
+    if why := name_rule(kind).broken(name):
+        out.append(Problem(at, f"{kind} name {name!r} {_would(why)}"))
+    for labels in _label_maps(obj):
+        for key, value in labels.items():
+            if (key, str(value)) in seen:
+                continue
+            seen.add((key, str(value)))
+            if why := key_broken(str(key)):
+                out.append(Problem(at, f"{kind} {name!r}: label key {key!r} {_would(why)}"))
+            if isinstance(value, str) and (why := LABEL_VALUE.broken(value)):
+                where = graph_at if key in _GRAPH_LABELS else at
+                out.append(Problem(where, f"{kind} {name!r}: label {key} value {value!r} {_would(why)}"))
+    return out
+
+
+def _would(why: str) -> str:
+    """`is 64 characters; …` -> `would be 64 characters; …` (the object does not exist yet)."""
+    return why.replace("is ", "would be ", 1) if why.startswith("is ") else why
+
+
+def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem]:
+    """Every rendered name or label value the API server would reject, at the field it derives
+    from: a component's name for its objects, `spec.pvcs[i].name` for a PVC, else `metadata.name`."""
+    paths = Paths(isinstance(dgd, v1alpha1.DynamoGraphDeployment))
+    graph_at = "metadata.name"
+    out: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    for obj in (*rendered.shared, *rendered.workloads, *rendered.checkpoints):
+        out += object_problems(obj, graph_at, graph_at, seen)
+    for component in rendered.components.values():
+        at = paths.component(component.name)("name")
+        for obj in (*component.objects, *(o for o in (component.dcd, component.adapter) if o)):
+            out += object_problems(obj, at, graph_at, seen)
+        if component.scale_target:
+            target = {**component.scale_target, "metadata": {"name": component.scale_target.get("name")}}
+            out += object_problems(target, at, graph_at, seen)
+    claims = [p.name for p in getattr(dgd.spec, "pvcs", None) or []]
+    for pvc in rendered.pvcs:
+        claim = str(pvc["metadata"]["name"])
+        at = paths.spec("pvcs", claims.index(claim), "name") if claim in claims else graph_at
+        out += object_problems(pvc, at, graph_at, seen)
+    return out
