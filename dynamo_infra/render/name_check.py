@@ -4,10 +4,11 @@ fails before anything is written, naming the field the name comes from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dynamo_infra.api import AnyDGD, Problem, v1alpha1
+from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1alpha1
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.kubenames import LABEL_VALUE, key_broken, name_rule
 from dynamo_infra.api.manifest import Manifest
@@ -24,6 +25,10 @@ _NO_LABELS = frozenset({"containers", "initContainers", "volumes", "env", "args"
 _GRAPH_LABELS = frozenset({names.LABEL_GRAPH, names.LABEL_NAMESPACE})
 
 
+class DerivedNameError(DynamoValidationError):
+    """A name or label value the rendering derives that the API server would reject."""
+
+
 def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
     if isinstance(node, dict):
         for key, value in node.items():
@@ -36,17 +41,27 @@ def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
             yield from _label_maps(item)
 
 
-def object_problems(
-    obj: Manifest, at: str, graph_at: str, seen: set[tuple[str, str]] | None = None
-) -> list[Problem]:
-    """Problems of one rendered object: blamed on `at` (what its name derives from), or on
-    `graph_at` for labels that carry the graph's name; a label already in `seen` is not repeated."""
-    seen = set() if seen is None else seen
+@dataclass(frozen=True)
+class _Blame:
+    """Where a derived value comes from: the component whose base name (`{graph}-{component}`)
+    begins it, else `default`; labels that carry the graph's name always blame `graph_at`."""
+
+    graph_at: str
+    bases: Mapping[str, str]
+
+    def of(self, value: str, default: str) -> str:
+        found = [base for base in self.bases if value.startswith(base)]
+        return self.bases[max(found, key=len)] if found else default
+
+
+def object_problems(obj: Manifest, at: str, blame: _Blame, seen: set[tuple[str, str]]) -> list[Problem]:
+    """Problems of one rendered object, at the field its name or label value derives from (`at` for
+    an object of one component); a label value already in `seen` is not repeated."""
     kind = str(obj.get("kind", ""))
     name = str((obj.get("metadata") or {}).get("name", ""))
     out = []
     if why := name_rule(kind).broken(name):
-        out.append(Problem(at, f"{kind} name {name!r} {_would(why)}"))
+        out.append(Problem(blame.of(name, at), f"{kind} name {name!r} {_would(why)}"))
     for labels in _label_maps(obj):
         for key, value in labels.items():
             if (key, str(value)) in seen:
@@ -55,14 +70,16 @@ def object_problems(
             if why := key_broken(str(key)):
                 out.append(Problem(at, f"{kind} {name!r}: label key {key!r} {_would(why)}"))
             if isinstance(value, str) and (why := LABEL_VALUE.broken(value)):
-                where = graph_at if key in _GRAPH_LABELS else at
+                where = blame.graph_at if key in _GRAPH_LABELS else blame.of(value, at)
                 out.append(Problem(where, f"{kind} {name!r}: label {key} value {value!r} {_would(why)}"))
     return out
 
 
 def _would(why: str) -> str:
     """`is 64 characters; …` -> `would be 64 characters; …` (the object does not exist yet)."""
-    return why.replace("is ", "would be ", 1) if why.startswith("is ") else why
+    if why.startswith("is not "):
+        return "would not be " + why.removeprefix("is not ")
+    return "would be " + why.removeprefix("is ") if why.startswith("is ") else why
 
 
 def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem]:
@@ -70,20 +87,27 @@ def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem
     from: a component's name for its objects, `spec.pvcs[i].name` for a PVC, else `metadata.name`."""
     paths = Paths(isinstance(dgd, v1alpha1.DynamoGraphDeployment))
     graph_at = "metadata.name"
+    blame = _Blame(
+        graph_at,
+        {
+            names.component_base_name(rendered.name, c): paths.component(c)("name")
+            for c in rendered.components
+        },
+    )
     out: list[Problem] = []
     seen: set[tuple[str, str]] = set()
     for obj in (*rendered.shared, *rendered.workloads, *rendered.checkpoints):
-        out += object_problems(obj, graph_at, graph_at, seen)
+        out += object_problems(obj, graph_at, blame, seen)
     for component in rendered.components.values():
         at = paths.component(component.name)("name")
         for obj in (*component.objects, *(o for o in (component.dcd, component.adapter) if o)):
-            out += object_problems(obj, at, graph_at, seen)
+            out += object_problems(obj, at, blame, seen)
         if component.scale_target:
             target = {**component.scale_target, "metadata": {"name": component.scale_target.get("name")}}
-            out += object_problems(target, at, graph_at, seen)
+            out += object_problems(target, at, blame, seen)
     claims = [p.name for p in getattr(dgd.spec, "pvcs", None) or []]
     for pvc in rendered.pvcs:
         claim = str(pvc["metadata"]["name"])
         at = paths.spec("pvcs", claims.index(claim), "name") if claim in claims else graph_at
-        out += object_problems(pvc, at, graph_at, seen)
+        out += object_problems(pvc, at, blame, seen)
     return out
