@@ -7,6 +7,7 @@ what the user wrote: `metadata` of a custom resource here, component names in th
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -112,6 +113,7 @@ def name_rule(kind: str) -> Rule:
     return NAME_RULES.get(kind, DNS1123_SUBDOMAIN)
 
 
+@functools.lru_cache(maxsize=1024)
 def key_broken(key: str) -> str | None:
     """Why `key` is not a qualified name (a label or annotation key), or None."""
     prefix, slash, name = key.rpartition("/")

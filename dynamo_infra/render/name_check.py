@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
 # Keys under which a manifest holds label maps (object, pod template and selector labels).
 _LABEL_MAPS = frozenset({"labels", "matchLabels"})
-# Keys whose subtrees hold no label maps (container lists are most of a pod spec).
-_NO_LABELS = frozenset({"containers", "initContainers", "volumes", "env", "args", "command", "data"})
+# Keys whose subtrees hold no label maps (containers and volumes are most of a pod spec).
+_NO_LABELS = frozenset(
+    {"containers", "initContainers", "volumes", "env", "args", "command", "data", "annotations", "resources"}
+)
 # Labels whose values come from the graph's name (and namespace), not a component's.
 _GRAPH_LABELS = frozenset({names.LABEL_GRAPH, names.LABEL_NAMESPACE})
 
@@ -30,15 +32,17 @@ class DerivedNameError(DynamoValidationError):
 
 
 def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in _LABEL_MAPS and isinstance(value, dict):
-                yield value
-            elif key not in _NO_LABELS and isinstance(value, dict | list):
-                yield from _label_maps(value)
-    elif isinstance(node, list):
-        for item in node:
-            yield from _label_maps(item)
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in _LABEL_MAPS and isinstance(value, dict):
+                    yield value
+                elif key not in _NO_LABELS and isinstance(value, dict | list):
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
 
 
 @dataclass(frozen=True)

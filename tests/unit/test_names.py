@@ -10,10 +10,11 @@ import pytest
 import yaml
 
 from components import plan_graph
-from dynamo_infra.api import DynamoValidationError, Problem, load_yaml
+from dynamo_infra.api import DynamoValidationError, Problem, load_yaml, v1beta1
 from dynamo_infra.api.kubenames import DNS1035_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE, key_broken, name_rule
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
+from dynamo_infra.render.name_check import DerivedNameError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 from tests.unit.test_stack_config import Config
 
@@ -172,3 +173,14 @@ def test_the_stack_fails_at_load_before_the_program_declares_anything(tmp_path: 
         StackConfig.from_config(Config(kubeconfig="apiVersion: v1", graphs=[str(path)]))
     assert f"spec.components[{'F' * 33}].name: Service name" in str(e.value)
     assert str(path) in str(e.value)
+
+
+def test_a_graph_built_in_python_is_checked_by_what_it_renders() -> None:
+    # `model_validate` skips the load-time checks; the names the rendering derives still fail.
+    dgd = v1beta1.DynamoGraphDeployment.model_validate(beta("Bad_Name!"))
+    with pytest.raises(DerivedNameError) as e:
+        plan_graph("g", dgd, ClusterOptions(), admission=False)
+    assert {p.path for p in e.value.problems} == {"metadata.name", "spec.components[Frontend].name"}
+    assert "ServiceAccount name 'Bad_Name!-k8s-service-discovery' would not be a DNS-1123 subdomain" in str(
+        e.value
+    )
