@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1alpha1
 from dynamo_infra.api.admission.paths import Paths
-from dynamo_infra.api.kubenames import LABEL_VALUE, key_broken, name_rule
+from dynamo_infra.api.kubenames import DNS1123_LABEL, LABEL_VALUE, key_broken, name_rule
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
 
@@ -87,8 +87,9 @@ def _would(why: str) -> str:
 
 
 def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem]:
-    """Every rendered name or label value the API server would reject, at the field it derives
-    from: a component's name for its objects, `spec.pvcs[i].name` for a PVC, else `metadata.name`."""
+    """Every rendered name or label value (and the namespace) the API server would reject, at the
+    field it derives from: a component's name for its objects, `spec.pvcs[i].name` for a PVC, else
+    `metadata.name`."""
     paths = Paths(isinstance(dgd, v1alpha1.DynamoGraphDeployment))
     graph_at = "metadata.name"
     blame = _Blame(
@@ -99,6 +100,8 @@ def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem
         },
     )
     out: list[Problem] = []
+    if why := DNS1123_LABEL.broken(rendered.namespace):
+        out.append(Problem("metadata.namespace", f"namespace {rendered.namespace!r} {why}"))
     seen: set[tuple[str, str]] = set()
     for obj in (*rendered.shared, *rendered.workloads, *rendered.checkpoints):
         out += object_problems(obj, graph_at, blame, seen)

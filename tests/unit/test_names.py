@@ -184,3 +184,11 @@ def test_a_graph_built_in_python_is_checked_by_what_it_renders() -> None:
     assert "ServiceAccount name 'Bad_Name!-k8s-service-discovery' would not be a DNS-1123 subdomain" in str(
         e.value
     )
+
+
+def test_a_namespace_given_to_the_plan_is_checked() -> None:
+    (dgd,) = load_yaml(yaml.safe_dump(beta("g"))).graphs
+    with pytest.raises(DerivedNameError) as e:
+        plan_graph("g", dgd, ClusterOptions(), "Team_A")
+    assert e.value.problems[0].path == "metadata.namespace"
+    assert e.value.problems[0].message.startswith("namespace 'Team_A' is not a DNS-1123 label")
