@@ -20,6 +20,7 @@ from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
+from dynamo_infra.render.name_check import DerivedNameError
 
 # The stack configuration namespace of every key.
 CONFIG_NAMESPACE = "dynamo-infra"
@@ -141,11 +142,20 @@ def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:
-    """The graph files, each admitted as the operator's webhook would (unless `cluster.admission` is off)."""
+    """The graph files, each admitted as the operator's webhook would (unless `cluster.admission` is off)
+    and rendered once, so names it derives that the API server would reject (`render.name_check`)
+    fail here, before the program declares anything."""
     graphs = []
     for i, source in enumerate(config.get_object("graphs") or []):
         try:
-            graphs.append(load_graph(str(source), admission=cluster.admission.enabled))
+            dgd = load_graph(str(source), admission=cluster.admission.enabled)
+            try:
+                render_graph(dgd, cluster, cluster.namespace)
+            except DerivedNameError as e:
+                raise e.with_source(str(source)) from None
+            except DynamoValidationError:
+                pass  # rendering's other rules: `plan_graph` reports them for this graph
+            graphs.append(dgd)
         except DynamoValidationError as e:
             raise StackConfigError(str(e if e.source else e.with_prefix(key(f"graphs[{i}]")))) from None
     return tuple(graphs)

@@ -11,7 +11,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from dynamo_infra.api import kube
+from dynamo_infra.api import kube, kubenames
 from dynamo_infra.api.errors import (
     REQUIRED,
     UNKNOWN_FIELD,
@@ -290,7 +290,8 @@ class Resource(ApiModel):
 
     @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
-        return kube.validate(cls, data, lenient=lenient)
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        return kubenames.metadata_problems(meta) + kube.validate(cls, data, lenient=lenient)
 
     def to_manifest(self) -> Manifest:
         """The custom resource as `kubectl apply` accepts it (no status, no server-set metadata)."""

@@ -9,10 +9,11 @@ CRD's own OpenAPI schema (see `dynamo_infra.api.kube`).
 from __future__ import annotations
 
 import re
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
 
+from dynamo_infra.api import kubenames
 from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
     BackendFramework,
@@ -36,6 +37,7 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
     check_min_available,
 )
+from dynamo_infra.api.errors import Problem, join_path
 from dynamo_infra.api.manifest import Manifest
 
 API_VERSION: Final = "nvidia.com/v1alpha1"
@@ -279,6 +281,18 @@ class DynamoGraphDeployment(V1alpha1Resource):
     kind: Literal["DynamoGraphDeployment"] = "DynamoGraphDeployment"
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
+
+    @classmethod
+    def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
+        """Each `spec.services` key becomes the component's name (the CRD leaves keys unchecked)."""
+        services = (data.get("spec") or {}).get("services") if isinstance(data, dict) else None
+        keys = services if isinstance(services, dict) else {}
+        out = [
+            Problem(join_path("spec", "services", str(key)), f"service name {key!r} {why}")
+            for key in keys
+            if (why := kubenames.COMPONENT_NAME.broken(str(key)))
+        ]
+        return out + super()._extra_problems(data, lenient=lenient)
 
 
 class DynamoComponentDeploymentSpec(ComponentSpec):

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
+from dynamo_infra.api import kubenames
 from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
     MAIN_CONTAINER,
@@ -38,7 +39,7 @@ API_VERSION: Final = "nvidia.com/v1beta1"
 ComponentType = Literal["frontend", "worker", "prefill", "decode", "planner", "epp"]
 # Component types whose DCD names carry the worker hash and that count as workers.
 WORKER_TYPES: frozenset[str] = frozenset({"worker", "prefill", "decode"})
-NAME_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$"
+NAME_PATTERN = f"^{kubenames.COMPONENT_NAME_PATTERN}$"
 # Most components a graph may have.
 MAX_COMPONENTS = 25
 GMSMode = Literal["IntraPod", "InterPod"]

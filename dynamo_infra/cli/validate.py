@@ -66,7 +66,9 @@ def check_file(path: Path, options: Any) -> list[Finding]:
     from dynamo_infra.api.loader import parse_documents
     from dynamo_infra.cli.stackfile import GRAPHS_KEY
     from dynamo_infra.cli.yamlmarks import compose, locate, syntax_position
+    from dynamo_infra.render import render_graph
     from dynamo_infra.render.admission import review_graph
+    from dynamo_infra.render.name_check import DerivedNameError
 
     problems: list[Problem] = []
     loaded = None
@@ -74,13 +76,23 @@ def check_file(path: Path, options: Any) -> list[Finding]:
     try:
         loaded = load_yaml(path, admission=options.admission.enabled)
         warnings.extend(loaded.warnings)
+        docs = parse_documents(path.read_text(encoding="utf-8"), str(path))
         if options.admission.enabled:
-            docs = parse_documents(path.read_text(encoding="utf-8"), str(path))
             for dgd in loaded.graphs:
                 review = review_graph(dgd, options)
                 prefix = f"documents[{_documents_index(docs, dgd.name)}]" if len(docs) > 1 else ""
                 problems.extend(prefixed(prefix, review.problems))
                 warnings.extend(review.warnings)
+        if not problems:
+            # Names the rendering derives (objects, labels) that the API server would reject.
+            for dgd in loaded.graphs:
+                try:
+                    render_graph(dgd, options)
+                except DerivedNameError as e:
+                    prefix = f"documents[{_documents_index(docs, dgd.name)}]" if len(docs) > 1 else ""
+                    problems.extend(prefixed(prefix, e.problems))
+                except DynamoValidationError:
+                    pass  # what else rendering rejects depends on the stack's cluster options
     except DynamoValidationError as e:
         problems.extend(e.problems)
     text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""

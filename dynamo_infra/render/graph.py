@@ -22,6 +22,7 @@ from dynamo_infra.render.discovery import discovery_rbac
 from dynamo_infra.render.epp import epp_objects
 from dynamo_infra.render.ingress import ingress, virtual_service
 from dynamo_infra.render.legacy import LegacyComponent, legacy_of
+from dynamo_infra.render.name_check import DerivedNameError, rendered_name_problems
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 from dynamo_infra.render.pullsecrets import PullSecret, with_workload_pull_secrets
 from dynamo_infra.render.restart import restart_annotations
@@ -412,7 +413,8 @@ def render_graph(
 
     `restart_status` is the DGD's `status.restart` when the caller tracks one; `pull_secrets` are
     the namespace's dockerconfigjson secrets (see `pullsecrets.from_secret`) when known;
-    `checkpoint_ready` is the observed readiness of each component's checkpoint.
+    `checkpoint_ready` is the observed readiness of each component's checkpoint. DerivedNameError
+    when a derived name or label value would break the API server's rules (`render.name_check`).
     """
     options = options or ClusterOptions()
     g = graph_context(dgd, options, namespace, restart_status)
@@ -424,7 +426,7 @@ def render_graph(
     shared = shared_objects(g, contexts)
     rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})
     annotations = {**g.annotations, names.ANNOTATION_CURRENT_WORKER_HASH: whash}
-    return RenderedGraph(
+    out = RenderedGraph(
         name=g.name,
         namespace=ns,
         dynamo_namespace=names.dynamo_namespace(ns, g.name),
@@ -441,3 +443,7 @@ def render_graph(
         required_secrets=required_secrets(contexts),
         checkpoint_status=rendered.checkpoint_status,
     )
+    problems = rendered_name_problems(out, dgd)
+    if problems:
+        raise DerivedNameError(problems)
+    return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pulumi
@@ -30,3 +31,13 @@ def mocks(event_loop_for_mocks: None) -> Mocks:
     m = Mocks()
     pulumi.runtime.set_mocks(m, preview=False)
     return m
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The number of property cases run (tests/unit/test_names_property.py), when it ran."""
+    module = sys.modules.get("tests.unit.test_names_property")
+    cases = getattr(module, "CASES", None)
+    if cases:
+        terminalreporter.write_line(
+            "name properties: " + ", ".join(f"{count} {what}" for what, count in sorted(cases.items()))
+        )

@@ -112,6 +112,24 @@ def test_with_admission_the_corpus_placeholders_are_denied_at_their_lines(
         ),
         ("bad-syntax", [(8, 1, "", "invalid YAML: line 8, column 1: did not find expected ',' or '}'")]),
         (
+            "derived-name",
+            [
+                (
+                    9,
+                    5,
+                    "spec.services.FrontendWithAVeryLongName",
+                    "Deployment 'a-graph-name-of-forty-characters-exactly-frontendwithaverylongname': label nvidia.com/selector value 'a-graph-name-of-forty-characters-exactly-frontendwithaverylongname' would be 66 characters; "
+                    "a label value has at most 63",
+                ),
+                (
+                    9,
+                    5,
+                    "spec.services.FrontendWithAVeryLongName",
+                    "Service name 'a-graph-name-of-forty-characters-exactly-frontendwithaverylongname' would be 66 characters; a DNS-1035 label has at most 63",
+                ),
+            ],
+        ),
+        (
             "several-errors",
             [
                 (19, 7, "documents[1].spec.components[0].replicas", "must be ≥ 0 (got -1)"),
