@@ -165,7 +165,7 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
     plugin = None
     if user.get("exec"):
         try:
-            plugin = ExecPlugin(user["exec"], cluster_info(cluster, ca_pem), base_dir)
+            plugin = ExecPlugin.shared(user["exec"], cluster_info(cluster, ca_pem), base_dir)
         except ExecCredentialError as e:
             raise KubeconfigError(str(e)) from None
     return Connection(

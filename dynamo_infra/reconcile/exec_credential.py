@@ -64,8 +64,25 @@ def cluster_info(cluster: dict[str, Any], ca_pem: bytes | None) -> dict[str, Any
     return info
 
 
+# The process's plugins, by their kubeconfig entries (ExecPlugin.shared).
+_SHARED: dict[str, ExecPlugin] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 class ExecPlugin:
-    """One kubeconfig user's plugin and its current credential (shared by the threads of a client)."""
+    """One kubeconfig user's plugin and its current credential (shared by the threads of a client,
+    and by every client of the process built from the same kubeconfig entries: see `shared`)."""
+
+    @classmethod
+    def shared(cls, config: dict[str, Any], cluster: dict[str, Any], base_dir: Path | None) -> ExecPlugin:
+        """The process's plugin for these entries, as client-go's cache of exec authenticators: a
+        provider that builds a client per call runs the plugin once per credential, not per call."""
+        key = json.dumps([config, cluster, str(base_dir)], sort_keys=True, default=str)
+        with _SHARED_LOCK:
+            plugin = _SHARED.get(key)
+            if plugin is None:
+                plugin = _SHARED[key] = cls(config, cluster, base_dir)
+            return plugin
 
     def __init__(self, config: dict[str, Any], cluster: dict[str, Any] | None = None, base_dir: Path | None = None) -> None:  # fmt: skip
         if not config.get("command"):

@@ -16,7 +16,7 @@ import httpx
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.connection import Connection
+from dynamo_infra.reconcile.connection import Connection, KubeconfigError
 from dynamo_infra.reconcile.exec_credential import Credential
 
 # Field manager of every server-side apply we make.
@@ -132,13 +132,22 @@ class KubeClient:
         self.requests: collections.Counter[str] = collections.Counter()
 
     def _new_http(self, pair: tuple[bytes, bytes] | None) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.conn.server,
-            verify=self.conn.ssl_context(pair),
-            timeout=REQUEST_TIMEOUT_S,
-            proxy=self.conn.proxy_url or None,
-            trust_env=proxied_from_environment(self.conn.server),
-        )
+        verify = self.conn.ssl_context(pair)
+        try:
+            return httpx.Client(
+                base_url=self.conn.server,
+                verify=verify,
+                timeout=REQUEST_TIMEOUT_S,
+                proxy=self.conn.proxy_url or None,
+                trust_env=proxied_from_environment(self.conn.server),
+            )
+        except (ImportError, ValueError) as e:
+            # The URL is not quoted: a proxy's may hold a password.
+            scheme = urllib.parse.urlsplit(self.conn.proxy_url).scheme
+            raise KubeconfigError(
+                f"kubeconfig proxy-url: {scheme!r} proxies are not supported here ({type(e).__name__}; "
+                "socks5 needs the httpx[socks] extra)"
+            ) from None
 
     def close(self) -> None:
         for client in (*self._retired, self._http):

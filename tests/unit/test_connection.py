@@ -20,7 +20,7 @@ from dynamo_infra.reconcile.exec_credential import (
     ExecCredentialError,
     ExecPlugin,
 )
-from dynamo_infra.reconcile.kube import proxied_from_environment
+from dynamo_infra.reconcile.kube import KubeClient, proxied_from_environment
 
 V1 = "client.authentication.k8s.io/v1"
 
@@ -179,3 +179,43 @@ def test_environment_proxies_skip_loopback_servers() -> None:
     assert not proxied_from_environment("https://localhost:6443")
     assert proxied_from_environment("https://10.0.0.1:6443")
     assert proxied_from_environment("https://api.example.com")
+
+
+def test_clients_of_one_kubeconfig_share_the_plugin_credential(tmp_path: Path) -> None:
+    plugin_script(tmp_path, {"apiVersion": V1, "kind": "ExecCredential", "status": {"token": "tok"}})
+    text = kubeconfig({"exec": {"apiVersion": V1, "command": str(tmp_path / "plugin")}})
+    for _ in range(3):
+        with KubeClient(connection.parse(text)) as client:
+            assert client.conn.bearer_token() == "tok"
+    assert len(seen(tmp_path)) == 1  # as client-go's cache of exec authenticators
+
+
+def test_unsupported_proxy_fails_without_quoting_its_url() -> None:
+    for url in ("socks5://user:pw0rd@proxy:1080", "ftp://user:pw0rd@proxy:21"):
+        conn = connection.parse(kubeconfig({"token": "t"}, {"proxy-url": url}))
+        with pytest.raises(connection.KubeconfigError, match="kubeconfig proxy-url") as e:
+            KubeClient(conn)
+        assert "pw0rd" not in str(e.value)
+
+
+def test_agent_login_carries_expiry_namespace_proxy_and_renews_after_a_refusal(tmp_path: Path) -> None:
+    from dynamo_infra.agent.app import Login
+
+    answer = {"apiVersion": V1, "kind": "ExecCredential",
+              "status": {"token": "tok", "expirationTimestamp": stamp(600)}}  # fmt: skip
+    plugin_script(tmp_path, answer)
+    user = {"exec": {"apiVersion": V1, "command": "./plugin"}}
+    (tmp_path / "config").write_text(kubeconfig(user, {"proxy-url": "http://p:3128"}, namespace="team-a"))
+    login = Login(lambda: connection.load(str(tmp_path / "config")))
+    info = login()
+    assert (info.token, info.default_namespace, info.proxy_url, info.trust_env) == (
+        "tok",
+        "team-a",
+        "http://p:3128",
+        True,
+    )
+    assert info.expiration is not None
+    assert info.expiration.timestamp() == pytest.approx(time.time() + 600 - EXPIRY_MARGIN_S, abs=5)
+    assert len(seen(tmp_path)) == 1
+    login()  # kopf logs in again before the credential expired: it was refused, the plugin runs again
+    assert len(seen(tmp_path)) == 2
