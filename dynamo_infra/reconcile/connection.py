@@ -21,6 +21,13 @@ from dynamo_infra.reconcile.exec_credential import Credential, ExecCredentialErr
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
+# Kubeconfig fields holding a file path, by section.
+PATH_FIELDS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+}
+
+
 class KubeconfigError(DynamoInfraError, ValueError):
     """The kubeconfig cannot be used; the message never contains credential values."""
 
@@ -183,6 +190,34 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
         token_file=str(_resolve(user["tokenFile"], base_dir)) if user.get("tokenFile") else "",
         plugin=plugin,
     )
+
+
+def with_absolute_paths(text: str, base_dir: Path) -> str:
+    """The kubeconfig text of a file in `base_dir` with its relative paths (files, exec commands with a
+    path separator) made absolute, so its content reads the same from anywhere; unchanged when it has
+    none (or cannot be parsed: `parse` says why)."""
+    try:
+        cfg = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(cfg, dict):
+        return text
+    changed = False
+    for section, keys in PATH_FIELDS.items():
+        for item in cfg.get(section) or []:
+            entry = item.get(section[:-1]) if isinstance(item, dict) else None
+            if not isinstance(entry, dict):
+                continue
+            exec_config = entry.get("exec") if section == "users" else None
+            fields = [(entry, k) for k in keys]
+            if isinstance(exec_config, dict) and os.sep in str(exec_config.get("command", "")):
+                fields.append((exec_config, "command"))
+            for holder, k in fields:
+                value = holder.get(k)
+                if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+                    holder[k] = str(base_dir / value)
+                    changed = True
+    return yaml.safe_dump(cfg, sort_keys=False) if changed else text
 
 
 def load(source: str, context: str | None = None) -> Connection:

@@ -219,3 +219,23 @@ def test_agent_login_carries_expiry_namespace_proxy_and_renews_after_a_refusal(t
     assert len(seen(tmp_path)) == 1
     login()  # kopf logs in again before the credential expired: it was refused, the plugin runs again
     assert len(seen(tmp_path)) == 2
+
+
+def test_relative_paths_made_absolute_for_content_read_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "pki").mkdir()
+    for name in ("ca.crt", "u.crt", "u.key"):
+        (tmp_path / "pki" / name).write_text(name)
+    user = {"client-certificate": "pki/u.crt", "client-key": str(tmp_path / "pki" / "u.key"), "tokenFile": "~/tok",
+            "exec": {"apiVersion": V1, "command": "bin/plugin", "args": ["rel/arg"]}}  # fmt: skip
+    text = kubeconfig(user, {"certificate-authority": "pki/ca.crt"})
+    out = connection.with_absolute_paths(text, tmp_path)
+    conn = connection.parse(out)  # read from no folder: the paths hold
+    assert (conn.ca_pem, conn.client_cert_pem, conn.client_key_pem) == (b"ca.crt", b"u.crt", b"u.key")
+    assert conn.plugin is not None and conn.plugin.command == str(tmp_path / "bin" / "plugin")
+    assert conn.plugin.args == ["rel/arg"]  # arguments are the plugin's business
+    assert conn.token_file == str(Path("~/tok").expanduser())
+    again = connection.parse(out).exec_config
+    assert again is not None and again["command"] == str(tmp_path / "bin" / "plugin")
+    absolute = kubeconfig({"token": "t"}, {"certificate-authority": "/etc/ca.crt"})
+    assert connection.with_absolute_paths(absolute, tmp_path) is absolute  # unchanged, byte for byte
+    assert connection.with_absolute_paths("{not yaml", tmp_path) == "{not yaml"
