@@ -19,8 +19,6 @@ from dynamo_infra.reconcile.exec_credential import Credential, ExecCredentialErr
 
 # Where a pod's service-account token and the cluster's CA are mounted (in-cluster configuration).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
 # Kubeconfig fields holding a file path, by section.
 PATH_FIELDS = {
     "clusters": ("certificate-authority",),
@@ -34,6 +32,8 @@ class KubeconfigError(DynamoInfraError, ValueError):
 
 @dataclass(frozen=True)
 class Connection:
+    """Where the API server is, how it is trusted, and who we are to it (one kubeconfig context)."""
+
     server: str
     ca_pem: bytes | None = None
     insecure: bool = False
@@ -67,7 +67,10 @@ class Connection:
             return False
         ctx = ssl.create_default_context()
         if self.ca_pem:
-            ctx.load_verify_locations(cadata=self.ca_pem.decode())
+            try:
+                ctx.load_verify_locations(cadata=self.ca_pem.decode(errors="replace"))
+            except ssl.SSLError:
+                raise KubeconfigError("kubeconfig certificate-authority is not a valid PEM bundle") from None
         pair = client_pair or (
             (self.client_cert_pem, self.client_key_pem)
             if self.client_cert_pem and self.client_key_pem

@@ -239,3 +239,14 @@ def test_relative_paths_made_absolute_for_content_read_elsewhere(tmp_path: Path)
     absolute = kubeconfig({"token": "t"}, {"certificate-authority": "/etc/ca.crt"})
     assert connection.with_absolute_paths(absolute, tmp_path) is absolute  # unchanged, byte for byte
     assert connection.with_absolute_paths("{not yaml", tmp_path) == "{not yaml"
+
+
+def test_invalid_pem_is_named_not_quoted() -> None:
+    ca = base64.b64encode(b"not-a-cert-s3cr3t").decode()
+    conn = connection.parse(kubeconfig({"token": "t"}, {"certificate-authority-data": ca}))
+    with pytest.raises(connection.KubeconfigError, match="certificate-authority is not a valid PEM") as e:
+        KubeClient(conn)
+    assert "s3cr3t" not in str(e.value)
+    pair = {"client-certificate-data": ca, "client-key-data": ca}
+    with pytest.raises(connection.KubeconfigError, match="client certificate or key is not valid PEM"):
+        KubeClient(connection.parse(kubeconfig(pair)))
