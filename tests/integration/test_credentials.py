@@ -5,6 +5,7 @@ whose tokens expire (bootstrap tokens the API server expires), client certificat
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import random
 import select
@@ -151,10 +152,12 @@ def test_a_refused_exec_token_runs_the_plugin_again(
             ):
                 assert time.monotonic() < deadline, "the bootstrap token never expired"
                 time.sleep(1)
-        before = client.requests["GET"]
+        before, sent = client.requests["GET"], time.time()
         assert client.get(DEFAULT_NS) is not None
         assert client.requests["GET"] == before + 2  # refused, then sent again with the new token
     assert len(runs(log)) == 2
+    # The API server's audit log shows the refusal (so it would show one during an up).
+    assert any(refused_between(e, sent - 1, time.time() + 1) for e in cluster.audit_events("dynamo-infra"))
 
 
 def test_pulumi_up_whose_await_outlives_the_token(
@@ -162,7 +165,10 @@ def test_pulumi_up_whose_await_outlives_the_token(
 ) -> None:
     root = tmp_path_factory.mktemp("creds-up")
     log = root / "plugin.log"
-    kubeconfig = write_kubeconfig(root, cluster, exec_user(cluster, log, 4))
+    # A CA bundle by relative path: the providers get the kubeconfig's content, read elsewhere.
+    (root / "ca.crt").write_bytes((cluster.root / "pki" / "apiserver.crt").read_bytes())
+    bundle = {"certificate-authority-data": None, "certificate-authority": "ca.crt"}
+    kubeconfig = write_kubeconfig(root, cluster, exec_user(cluster, log, 4), bundle)
     project = copy_project(root)
     pool, ns = unique("creds"), unique("creds")
     graph = project / "examples" / "creds.yaml"
@@ -174,6 +180,7 @@ def test_pulumi_up_whose_await_outlives_the_token(
     result: list[auto.UpResult] = []
     with KubeClient(connection.load(str(cluster.kubeconfig))) as admin:
         worker = threading.Thread(target=lambda: result.append(up(stack)))
+        started = time.time()
         worker.start()
         try:
             # Held: the worker cannot schedule. Several token lifetimes pass mid-await.
@@ -190,6 +197,9 @@ def test_pulumi_up_whose_await_outlives_the_token(
             admin.request("PATCH", path, body={"metadata": {"labels": {"pool": pool}}},
                           content_type="application/merge-patch+json")  # fmt: skip
             worker.join(300)
+            refused = [
+                e for e in cluster.audit_events("dynamo-infra") if refused_between(e, started, time.time())
+            ]
         finally:
             admin.request("PATCH", "/api/v1/nodes/kwok-gpu-0", body={"metadata": {"labels": {"pool": None}}},
                           content_type="application/merge-patch+json")  # fmt: skip
@@ -198,8 +208,16 @@ def test_pulumi_up_whose_await_outlives_the_token(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, propagation="Background"
             )
     assert result and result[0].outputs["graphs"].value["creds"]["state"] == "successful"
-    # The awaiting client renewed its 4 s token while held for 16 s (once per ~3 s, not once per client).
+    # The awaiting client renewed its 4 s token while held for 16 s (once per ~3 s, not once per
+    # client), before it expired: the API server refused none of the up's requests.
     assert len(during) >= 3, during
+    assert refused == []
+
+
+def refused_between(event: Manifest, start: float, end: float) -> bool:
+    """Whether an audit event is a 401 received between `start` and `end` (epoch seconds)."""
+    received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
+    return event.get("responseStatus", {}).get("code") == 401 and start <= received.timestamp() <= end
 
 
 def test_client_certificates_from_files_data_and_exec(cluster: LocalCluster, tmp_path: Path) -> None:
