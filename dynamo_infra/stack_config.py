@@ -17,6 +17,7 @@ from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.platform_options import PlatformOptions
+from dynamo_infra.reconcile import connection
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
@@ -138,7 +139,8 @@ def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:
     path = Path(path_value).expanduser()
     if not path.exists():
         raise StackConfigError(f"{key('kubeconfigPath')}: {path} does not exist (is the cluster up?)")
-    return key("kubeconfigPath"), path.read_text()
+    # Its relative paths as the file's folder gives them: providers get the content, not the file.
+    return key("kubeconfigPath"), connection.with_absolute_paths(path.read_text(), path.parent.resolve())
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dynamo_infra.api.manifest import Manifest
-from tools import toolchain
+from tools import localpki, toolchain
 
 REPO = Path(__file__).resolve().parent.parent
 # Fake nodes kwok manages; each advertises this capacity so GPU pods schedule. Four hold the `lws`
@@ -189,6 +189,24 @@ class LocalCluster:
         (pki / "tokens.csv").write_text(f'{token},{ADMIN_USER},{ADMIN_USER},"system:masters"\n')
         return token, sa_key, sa_pub
 
+    def _client_ca(self) -> Path:
+        """The CA the API server trusts client certificates of (created once, kept with the data)."""
+        pki = self.root / "pki"
+        crt, key = pki / "client-ca.crt", pki / "client-ca.key"
+        if not crt.exists():
+            cert_pem, key_pem = localpki.certificate("local-client-ca", [], None, ca=True)
+            key.write_bytes(key_pem)
+            key.chmod(0o600)
+            crt.write_bytes(cert_pem)
+        return crt
+
+    def issue_client_cert(self, user: str, groups: list[str]) -> tuple[bytes, bytes]:
+        """A client certificate (PEM certificate, PEM key) the API server authenticates as `user` in
+        `groups` (CN and O, as Kubernetes reads them), signed by the cluster's client CA."""
+        pki = self.root / "pki"
+        signer = ((pki / "client-ca.crt").read_bytes(), (pki / "client-ca.key").read_bytes())
+        return localpki.certificate(user, groups, signer, ca=False)
+
     def _ports(self) -> dict[str, int]:
         """The ports of the previous start when all are still free (so the kubeconfig stays the same)."""
         saved = self.root / "ports.json"
@@ -298,6 +316,8 @@ class LocalCluster:
                 f"--service-account-key-file={sa_pub}",
                 f"--service-account-signing-key-file={sa_key}",
                 f"--token-auth-file={pki / 'tokens.csv'}",
+                f"--client-ca-file={self._client_ca()}",
+                "--enable-bootstrap-token-auth=true",
                 f"--audit-policy-file={self._audit_policy()}",
                 f"--audit-log-path={self.audit_log}",
                 "--audit-log-format=json",

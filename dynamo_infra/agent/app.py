@@ -10,6 +10,7 @@ reconcile is retried on the graph's next event, or by the periodic resync.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import threading
 import time
@@ -30,7 +31,8 @@ from dynamo_infra.agent.status import (
     write_statuses,
 )
 from dynamo_infra.reconcile.connection import Connection, from_environment
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
+from dynamo_infra.reconcile.exec_credential import Credential
+from dynamo_infra.reconcile.kube import KubeClient, KubeError, proxied_from_environment, stub
 from dynamo_infra.render.agent import AGENT_NAME
 from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION
@@ -137,25 +139,51 @@ class Graphs:
             LOG.debug("%s/%s: reconciled in %.3fs", namespace, graph, time.monotonic() - started)
 
 
-def connection_info(conn: Connection) -> kopf.ConnectionInfo:
-    token = conn.bearer_token()
+def connection_info(conn: Connection, credential: Credential | None = None) -> kopf.ConnectionInfo:
+    """kopf's connection: the credential (default: the connection's current one) until it is to be
+    renewed, the context's namespace, the cluster's proxy."""
+    cred = credential or conn.credential()
+    expiration = datetime.datetime.fromtimestamp(cred.renew_after, datetime.UTC) if cred.renew_after else None
     return kopf.ConnectionInfo(
         server=conn.server,
         ca_data=conn.ca_pem,
         insecure=conn.insecure or None,
-        scheme="Bearer" if token else None,
-        token=token,
-        certificate_data=conn.client_cert_pem,
-        private_key_data=conn.client_key_pem,
+        scheme="Bearer" if cred.token else None,
+        token=cred.token,
+        certificate_data=cred.client_cert_pem,
+        private_key_data=cred.client_key_pem,
+        expiration=expiration,
+        default_namespace=conn.namespace or None,
+        proxy_url=conn.proxy_url or None,
+        trust_env=proxied_from_environment(conn.server),
     )
+
+
+class Login:
+    """kopf's login handler: called at start, when the credential expires, and after a 401 (then the
+    credential it gave last is still current, and is renewed)."""
+
+    def __init__(self, load: Callable[[], Connection]) -> None:
+        self.load = load
+        self.last: Credential | None = None
+
+    def __call__(self) -> kopf.ConnectionInfo:
+        conn = self.load()
+        cred = conn.credential()
+        if cred == self.last:
+            cred = conn.renew(cred) or cred
+        self.last = cred
+        return connection_info(conn, cred)
 
 
 def register(registry: kopf.OperatorRegistry, graphs: Graphs) -> None:
     """The watching handlers: each event of a recorded DGD, of a DGDSA, of a graph's workload."""
 
+    logins = Login(graphs.api.load)
+
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return connection_info(graphs.api.load())
+        return logins()
 
     @kopf.on.event(
         _GROUP, _VERSION, "dynamographdeployments",

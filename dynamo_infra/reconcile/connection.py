@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import base64
-import json
+import contextlib
+import dataclasses
 import os
 import ssl
-import subprocess
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.reconcile.exec_credential import Credential, ExecCredentialError, ExecPlugin, cluster_info
 
 # Where a pod's service-account token and the cluster's CA are mounted (in-cluster configuration).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+# Kubeconfig fields holding a file path, by section.
+PATH_FIELDS = {
+    "clusters": ("certificate-authority",),
+    "users": ("client-certificate", "client-key", "tokenFile"),
+}
 
 
 class KubeconfigError(DynamoInfraError, ValueError):
@@ -26,6 +32,8 @@ class KubeconfigError(DynamoInfraError, ValueError):
 
 @dataclass(frozen=True)
 class Connection:
+    """Where the API server is, how it is trusted, and who we are to it (one kubeconfig context)."""
+
     server: str
     ca_pem: bytes | None = None
     insecure: bool = False
@@ -34,29 +42,95 @@ class Connection:
     token: str | None = None
     exec_config: dict[str, Any] | None = None
     context: str = ""
+    # The context's namespace (empty when it names none).
+    namespace: str = ""
+    # The name the server's certificate is checked against (and sent as SNI) instead of the host.
+    tls_server_name: str = ""
+    # The cluster's `proxy-url` (http, https or socks5); without it HTTPS_PROXY/NO_PROXY apply.
+    proxy_url: str = ""
+    # A file the bearer token is read from again when the API server refuses the one read before.
+    token_file: str = ""
+    # The exec plugin with its cached credential (built from exec_config when not given).
+    plugin: ExecPlugin | None = field(default=None, compare=False, repr=False)
 
-    def ssl_context(self) -> ssl.SSLContext | bool:
+    def __post_init__(self) -> None:
+        if self.exec_config and self.plugin is None:
+            try:
+                object.__setattr__(self, "plugin", ExecPlugin(self.exec_config))
+            except ExecCredentialError as e:
+                raise KubeconfigError(str(e)) from None
+
+    def ssl_context(self, client_pair: tuple[bytes, bytes] | None = None) -> ssl.SSLContext | bool:
+        """Verification of the server (CA bundle) and the client certificate pair (default: the
+        kubeconfig's own)."""
         if self.insecure:
             return False
         ctx = ssl.create_default_context()
         if self.ca_pem:
-            ctx.load_verify_locations(cadata=self.ca_pem.decode())
-        if self.client_cert_pem and self.client_key_pem:
+            try:
+                ctx.load_verify_locations(cadata=self.ca_pem.decode(errors="replace"))
+            except ssl.SSLError:
+                raise KubeconfigError("kubeconfig certificate-authority is not a valid PEM bundle") from None
+        pair = client_pair or (
+            (self.client_cert_pem, self.client_key_pem)
+            if self.client_cert_pem and self.client_key_pem
+            else None
+        )
+        if pair:
             # ssl needs files for the client pair; they live only while being loaded.
             with tempfile.TemporaryDirectory() as d:
                 cert, key = Path(d) / "c.pem", Path(d) / "k.pem"
-                cert.write_bytes(self.client_cert_pem)
-                key.write_bytes(self.client_key_pem)
+                cert.write_bytes(pair[0])
+                key.write_bytes(pair[1])
                 key.chmod(0o600)
-                ctx.load_cert_chain(str(cert), str(key))
+                try:
+                    ctx.load_cert_chain(str(cert), str(key))
+                except ssl.SSLError:
+                    raise KubeconfigError("kubeconfig client certificate or key is not valid PEM") from None
         return ctx
 
-    def bearer_token(self) -> str | None:
+    def credential(self) -> Credential:
+        """What the next request authenticates with: the exec plugin's (run when it has none, or its
+        one is about to expire), the token or token file, and the client certificate."""
         if self.token:
-            return self.token
-        if self.exec_config:
-            return _exec_token(self.exec_config)
+            return Credential(self.token, self.client_cert_pem, self.client_key_pem)
+        if self.plugin is not None:
+            return self._from_plugin(self.plugin.current())
+        return Credential(self._read_token_file(), self.client_cert_pem, self.client_key_pem)
+
+    def renew(self, refused: Credential) -> Credential | None:
+        """A new credential after the API server answered 401 to `refused`, or None when there is no
+        other to try (a static token or certificate)."""
+        if self.plugin is not None and not self.token:
+            return self._from_plugin(self.plugin.renew(refused))
+        if self.token_file and not self.token:
+            renewed = Credential(self._read_token_file(), self.client_cert_pem, self.client_key_pem)
+            return renewed if renewed != refused else None
         return None
+
+    def bearer_token(self) -> str | None:
+        return self.credential().token
+
+    def _from_plugin(self, cred: Credential) -> Credential:
+        if cred.client_pair or not (self.client_cert_pem and self.client_key_pem):
+            return cred
+        return dataclasses.replace(
+            cred, client_cert_pem=self.client_cert_pem, client_key_pem=self.client_key_pem
+        )
+
+    def _read_token_file(self) -> str | None:
+        if not self.token_file:
+            return None
+        try:
+            return Path(self.token_file).read_text().strip() or None
+        except OSError as e:
+            raise KubeconfigError(f"kubeconfig tokenFile: cannot read {self.token_file}: {e.strerror}") from e
+
+
+def _resolve(path: str, base: Path | None) -> Path:
+    """A kubeconfig path: `~` expanded, relative ones against the kubeconfig's folder."""
+    p = Path(path).expanduser()
+    return base / p if not p.is_absolute() and base is not None else p
 
 
 def _data_or_file(entry: dict[str, Any], key: str, base: Path | None) -> bytes | None:
@@ -65,40 +139,12 @@ def _data_or_file(entry: dict[str, Any], key: str, base: Path | None) -> bytes |
         return base64.b64decode(data)
     path = entry.get(key)
     if path:
-        p = Path(path)
-        if not p.is_absolute() and base is not None:
-            p = base / p
+        p = _resolve(path, base)
         try:
             return p.read_bytes()
         except OSError as e:
             raise KubeconfigError(f"kubeconfig {key}: cannot read {p}: {e.strerror}") from e
     return None
-
-
-def _exec_token(cfg: dict[str, Any]) -> str:
-    cmd = [cfg["command"], *(cfg.get("args") or [])]
-    env = {**os.environ, **{e["name"]: e["value"] for e in cfg.get("env") or []}}
-    env["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {
-            "apiVersion": cfg.get("apiVersion", "client.authentication.k8s.io/v1"),
-            "kind": "ExecCredential",
-            "spec": {"interactive": False},
-        }
-    )
-    try:
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60, check=True).stdout
-    except (OSError, subprocess.SubprocessError) as e:
-        # Not chained: the plugin's arguments and output may hold credentials.
-        raise KubeconfigError(
-            f"kubeconfig exec credential plugin {cfg['command']!r} failed: {type(e).__name__}"
-        ) from None
-    try:
-        token = json.loads(out)["status"]["token"]
-    except (ValueError, KeyError, TypeError):
-        raise KubeconfigError(
-            f"kubeconfig exec credential plugin {cfg['command']!r} returned no status.token"
-        ) from None
-    return str(token)
 
 
 def parse(text: str, context: str | None = None, base_dir: Path | None = None) -> Connection:
@@ -125,24 +171,56 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
     user = find("users", ctx["user"]) if ctx.get("user") else {}
     if not cluster.get("server"):
         raise KubeconfigError(f"kubeconfig cluster {ctx.get('cluster')!r} has no server")
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
+    ca_pem = _data_or_file(cluster, "certificate-authority", base_dir)
+    plugin = None
+    if user.get("exec"):
         try:
-            token = Path(user["tokenFile"]).read_text().strip()
-        except OSError as e:
-            raise KubeconfigError(
-                f"kubeconfig tokenFile: cannot read {user['tokenFile']}: {e.strerror}"
-            ) from e
+            plugin = ExecPlugin.shared(user["exec"], cluster_info(cluster, ca_pem), base_dir)
+        except ExecCredentialError as e:
+            raise KubeconfigError(str(e)) from None
     return Connection(
         server=str(cluster["server"]).rstrip("/"),
-        ca_pem=_data_or_file(cluster, "certificate-authority", base_dir),
+        ca_pem=ca_pem,
         insecure=bool(cluster.get("insecure-skip-tls-verify")),
         client_cert_pem=_data_or_file(user, "client-certificate", base_dir),
         client_key_pem=_data_or_file(user, "client-key", base_dir),
-        token=token,
+        token=user.get("token") or None,
         exec_config=user.get("exec"),
         context=name,
+        namespace=str(ctx.get("namespace") or ""),
+        tls_server_name=str(cluster.get("tls-server-name") or ""),
+        proxy_url=str(cluster.get("proxy-url") or ""),
+        token_file=str(_resolve(user["tokenFile"], base_dir)) if user.get("tokenFile") else "",
+        plugin=plugin,
     )
+
+
+def with_absolute_paths(text: str, base_dir: Path) -> str:
+    """The kubeconfig text of a file in `base_dir` with its relative paths (files, exec commands with a
+    path separator) made absolute, so its content reads the same from anywhere; unchanged when it has
+    none (or cannot be parsed: `parse` says why)."""
+    try:
+        cfg = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if not isinstance(cfg, dict):
+        return text
+    changed = False
+    for section, keys in PATH_FIELDS.items():
+        for item in cfg.get(section) or []:
+            entry = item.get(section[:-1]) if isinstance(item, dict) else None
+            if not isinstance(entry, dict):
+                continue
+            exec_config = entry.get("exec") if section == "users" else None
+            fields = [(entry, k) for k in keys]
+            if isinstance(exec_config, dict) and os.sep in str(exec_config.get("command", "")):
+                fields.append((exec_config, "command"))
+            for holder, k in fields:
+                value = holder.get(k)
+                if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
+                    holder[k] = str(base_dir / value)
+                    changed = True
+    return yaml.safe_dump(cfg, sort_keys=False) if changed else text
 
 
 def load(source: str, context: str | None = None) -> Connection:
@@ -170,7 +248,16 @@ def in_cluster(env: dict[str, str] | None = None, account_dir: Path = SERVICE_AC
     except OSError as e:
         raise KubeconfigError(f"in-cluster credentials: cannot read {e.filename}: {e.strerror}") from e
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
-    return Connection(server=server, ca_pem=ca, token=token, context="in-cluster")
+    namespace = ""
+    with contextlib.suppress(OSError):
+        namespace = (account_dir / "namespace").read_text().strip()
+    return Connection(
+        server=server,
+        ca_pem=ca,
+        token=token,
+        context="in-cluster",
+        namespace=namespace,
+    )
 
 
 def from_environment(env: dict[str, str] | None = None) -> Connection:

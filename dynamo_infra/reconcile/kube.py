@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import collections
+import ipaddress
 import json
+import ssl
+import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +16,8 @@ import httpx
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.connection import Connection
+from dynamo_infra.reconcile.connection import Connection, KubeconfigError
+from dynamo_infra.reconcile.exec_credential import Credential
 
 # Field manager of every server-side apply we make.
 FIELD_MANAGER = "dynamo-infra"
@@ -90,17 +95,63 @@ def object_key(obj: Manifest) -> str:
     return f"{obj['apiVersion']}/{obj['kind']}/{meta.get('namespace', '')}/{meta['name']}"
 
 
+def proxied_from_environment(server: str) -> bool:
+    """Whether HTTPS_PROXY/NO_PROXY apply to requests to `server`: as Go's ProxyFromEnvironment,
+    never to localhost or a loopback address."""
+    host = urllib.parse.urlsplit(server).hostname or ""
+    if host == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return True
+
+
+def _verify_failure(error: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate verification failure behind a transport error (not worth retrying), if any."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class KubeClient:
     def __init__(self, conn: Connection, user_agent: str = USER_AGENT) -> None:
         self.conn = conn
         self.user_agent = user_agent
-        self._http = httpx.Client(base_url=conn.server, verify=conn.ssl_context(), timeout=REQUEST_TIMEOUT_S)
-        self._token = conn.bearer_token()
+        self._lock = threading.Lock()
+        # Read now, so a kubeconfig whose credential cannot be had fails before the first request.
+        credential = conn.credential()
+        self._pair = credential.client_pair
+        self._http = self._new_http(self._pair)
+        # Clients replaced when an exec plugin issued a new certificate (closed with this one).
+        self._retired: list[httpx.Client] = []
         self._resources: dict[str, dict[str, ResourceInfo]] = {}
         self.requests: collections.Counter[str] = collections.Counter()
 
+    def _new_http(self, pair: tuple[bytes, bytes] | None) -> httpx.Client:
+        verify = self.conn.ssl_context(pair)
+        try:
+            return httpx.Client(
+                base_url=self.conn.server,
+                verify=verify,
+                timeout=REQUEST_TIMEOUT_S,
+                proxy=self.conn.proxy_url or None,
+                trust_env=proxied_from_environment(self.conn.server),
+            )
+        except (ImportError, ValueError) as e:
+            # The URL is not quoted: a proxy's may hold a password.
+            scheme = urllib.parse.urlsplit(self.conn.proxy_url).scheme
+            raise KubeconfigError(
+                f"kubeconfig proxy-url: {scheme!r} proxies are not supported here ({type(e).__name__}; "
+                "socks5 needs the httpx[socks] extra)"
+            ) from None
+
     def close(self) -> None:
-        self._http.close()
+        for client in (*self._retired, self._http):
+            client.close()
 
     def __enter__(self) -> KubeClient:
         return self
@@ -110,34 +161,64 @@ class KubeClient:
 
     # --- transport ----------------------------------------------------------------------------
 
+    def _http_for(self, credential: Credential) -> httpx.Client:
+        """The HTTP client presenting the credential's client certificate."""
+        with self._lock:
+            if credential.client_pair != self._pair:
+                self._retired.append(self._http)
+                self._pair = credential.client_pair
+                self._http = self._new_http(self._pair)
+            return self._http
+
     def request(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None,
                 content_type: str = "application/json", accept: str = "application/json") -> Manifest:  # fmt: skip
         headers = {"Accept": accept, "User-Agent": self.user_agent}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
         data = None
         if body is not None:
             headers["Content-Type"] = content_type
             data = json.dumps(body).encode()
+        extensions = {"sni_hostname": self.conn.tls_server_name} if self.conn.tls_server_name else None
+        credential, renewed = self.conn.credential(), False
         delay = 0.2
-        for attempt in range(RETRIES + 1):
+        attempt = 0
+        while True:
+            headers.pop("Authorization", None)
+            if credential.token:
+                headers["Authorization"] = f"Bearer {credential.token}"
             self.requests[method] += 1
             try:
-                resp = self._http.request(method, path, content=data, params=params, headers=headers)
+                resp = self._http_for(credential).request(
+                    method, path, content=data, params=params, headers=headers, extensions=extensions
+                )
             except httpx.TransportError as e:
+                untrusted = _verify_failure(e)
+                if untrusted is not None:
+                    raise KubeError(
+                        f"{method} {path}: the API server at {self.conn.server} is not trusted: its certificate "
+                        f"failed verification ({untrusted.verify_message}); check the kubeconfig cluster's "
+                        "certificate-authority and tls-server-name"
+                    ) from e
                 if attempt == RETRIES:
                     raise KubeError(
                         f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})"
                     ) from e
+                attempt += 1
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
+            if resp.status_code == 401 and not renewed:
+                # As client-go: a refused credential is renewed once (an exec plugin runs again).
+                renewed = True
+                fresh = self.conn.renew(credential)
+                if fresh is not None:
+                    credential = fresh
+                    continue
             if resp.status_code in (429, 500, 502, 503, 504) and attempt < RETRIES:
+                attempt += 1
                 time.sleep(delay)
                 delay = min(delay * 2, 5.0)
                 continue
             return self._result(method, path, resp)
-        raise AssertionError("unreachable")
 
     @staticmethod
     def _result(method: str, path: str, resp: httpx.Response) -> Manifest:
