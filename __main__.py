@@ -15,6 +15,7 @@ from components import (
     read_neighbours,
     read_ownership,
 )
+from components.neighbours import DGD_CRD
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
@@ -56,6 +57,7 @@ try:
         options.namespace,
         f"{pulumi.get_project()}/{pulumi.get_stack()}",
         [dgd.name for dgd in stack.graphs],
+        platform_crd=DGD_CRD not in ownership.foreign_crds,
     )
 except (KubeError, ValueError) as e:
     fail(f"{stack.kubeconfig_key}: cannot read the graphs of namespace {options.namespace}: {e}")

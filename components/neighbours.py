@@ -21,17 +21,19 @@ from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, PROGRAM_USER_AGENT, KubeClient, KubeError
 from dynamo_infra.reconcile.ownership import owner_of, stack_of
 from dynamo_infra.reconcile.takeover import DGD_KIND, DYNAMO_API_VERSIONS
+from dynamo_infra.render.records import RECORD_API_VERSION
 
-# The DGD resource's plural (its CRD's `spec.names.plural`).
+# The DGD resource's plural and its CRD's name.
 DGD_PLURAL = "dynamographdeployments"
+DGD_CRD = f"{DGD_PLURAL}.nvidia.com"
 # Accept header asking for a list of objects' metadata only.
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
-def list_graphs(client: KubeClient, namespace: str) -> list[Manifest]:
-    """The metadata of the namespace's DGDs, read in the first Dynamo API version the API server
-    answers (none: the DGD CRD is not installed, so there are none). One request, no discovery."""
-    for version in DYNAMO_API_VERSIONS:
+def list_graphs(client: KubeClient, namespace: str, versions: Sequence[str]) -> list[Manifest]:
+    """The metadata of the namespace's DGDs, read in the first of `versions` the API server answers
+    (none: the DGD CRD is not installed, so there are none). One request when the first is served."""
+    for version in versions:
         path = f"/apis/{version}/namespaces/{namespace}/{DGD_PLURAL}"
         try:
             found = client.request("GET", path, accept=METADATA_LIST)
@@ -78,11 +80,26 @@ def neighbour_problems(
     return problems
 
 
+def read_versions(platform_crd: bool) -> tuple[str, ...]:
+    """The Dynamo API versions to list DGDs in, best first: the platform's DGD CRD serves only the hub
+    (v1beta1); another tool's (the operator's chart) stores v1alpha1 first, and reading another
+    version would go through the operator's conversion webhook."""
+    hub = (RECORD_API_VERSION,)
+    rest = tuple(v for v in DYNAMO_API_VERSIONS if v != RECORD_API_VERSION)
+    return (*hub, *rest) if platform_crd else (*rest, *hub)
+
+
 def read_neighbours(
-    kubeconfig: str, context: str | None, namespace: str, stack: str, graphs: Sequence[str]
+    kubeconfig: str,
+    context: str | None,
+    namespace: str,
+    stack: str,
+    graphs: Sequence[str],
+    *,
+    platform_crd: bool = True,
 ) -> list[str]:
     """Why the stack (`project/stack`) cannot deploy `graphs` into `namespace` (empty when it can):
-    one list of DGD metadata."""
+    one list of DGD metadata; `platform_crd`: whether the DGD CRD is the platform's (or absent)."""
     with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
-        found = list_graphs(client, namespace)
+        found = list_graphs(client, namespace, read_versions(platform_crd))
     return neighbour_problems(found, namespace, stack, graphs)

@@ -18,7 +18,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import USER_AGENT, KubeClient, object_key
+from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT, KubeClient, object_key
 from dynamo_infra.reconcile.takeover import DGD_KIND, OPERATOR_FIELD_MANAGERS
 from dynamo_infra.render.records import RECORD_API_VERSION
 from tests.conftest import DATA
@@ -97,7 +97,15 @@ def test_a_second_stack_with_the_same_graph_is_refused_and_writes_nothing(
         assert "runs a graph of that name deployed by stack dynamo-infra/first" in failure, failure[-3000:]
     assert our_writes(cluster, since) == []
     assert snapshot(kube, namespace) == before
+    program = len(cluster.audit_events(PROGRAM_USER_AGENT))
     assert set(first.preview(on_output=lambda _: None).change_summary) == {"same"}
+    # What the neighbours' read costs a program run: one list of the namespace's DGDs' metadata.
+    reads = [
+        e
+        for e in cluster.audit_events(PROGRAM_USER_AGENT)[program:]
+        if e["requestURI"].startswith("/apis/nvidia.com/")
+    ]
+    assert [e["verb"] for e in reads] == ["list"], [e["requestURI"] for e in reads]
     # Without the record, every resource of the second refuses the first's objects before writing.
     record = next(o for k, o in before.items() if f"/{DGD_KIND}/" in k)
     assert kube.delete(record, propagation="Background") and kube.wait_deleted(record, 60)

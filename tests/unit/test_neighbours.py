@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.neighbours import neighbour_problems
+from components.neighbours import neighbour_problems, read_versions
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.drift import NO_MANAGER, changed_paths, drift_lines, drifted
 from dynamo_infra.reconcile.ownership import (
@@ -111,3 +111,8 @@ def test_drift_names_the_managers_now_owning_each_changed_field() -> None:
         "n/g/c: apps/v1/Deployment/n/d: field spec.replicas was changed by hpa-controller; "
         "the next `up` puts it back"
     )
+
+
+def test_dgds_are_listed_first_in_the_version_their_crd_serves() -> None:
+    assert read_versions(platform_crd=True) == ("nvidia.com/v1beta1", "nvidia.com/v1alpha1")
+    assert read_versions(platform_crd=False) == ("nvidia.com/v1alpha1", "nvidia.com/v1beta1")
