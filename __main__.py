@@ -7,7 +7,15 @@ from typing import NoReturn
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import DynamoGraphDeployment, Platform, PlatformArgs, read_mpi_ssh_secret, read_ownership
+from components import (
+    DynamoGraphDeployment,
+    Platform,
+    PlatformArgs,
+    read_mpi_ssh_secret,
+    read_neighbours,
+    read_ownership,
+)
+from components.neighbours import DGD_CRD
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
@@ -40,6 +48,21 @@ except (KubeError, ValueError) as e:
     fail(f"{stack.kubeconfig_key}: cannot read namespace {options.namespace} or the Dynamo CRDs: {e}")
 if ownership.agent_blocked:
     fail(f"dynamo-infra:agent: {ownership.agent_blocked}")
+# A namespace where the Dynamo operator manages graphs, or where another stack deploys a graph of the
+# same name, is refused here: before any resource is registered, so nothing is written.
+try:
+    neighbours = read_neighbours(
+        stack.kubeconfig,
+        stack.context,
+        options.namespace,
+        f"{pulumi.get_project()}/{pulumi.get_stack()}",
+        [dgd.name for dgd in stack.graphs],
+        platform_crd=DGD_CRD not in ownership.foreign_crds,
+    )
+except (KubeError, ValueError) as e:
+    fail(f"{stack.kubeconfig_key}: cannot read the graphs of namespace {options.namespace}: {e}")
+if neighbours:
+    fail("; ".join(neighbours))
 # As the operator copies its MPI SSH key secret into a graph namespace with multinode graphs.
 mpi = options.mpi
 mpi_ssh_secret = None

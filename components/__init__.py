@@ -8,6 +8,7 @@ from components.graph import (
     DynamoGraphDeploymentArgs,
 )
 from components.graph_plan import GraphPlan, plan_graph
+from components.neighbours import read_neighbours
 from components.platform import Platform, read_mpi_ssh_secret, read_ownership
 from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from components.pvc import PersistentVolumeClaim, PersistentVolumeClaimArgs
@@ -36,5 +37,6 @@ __all__ = [
     "plan_graph",
     "plan_platform",
     "read_mpi_ssh_secret",
+    "read_neighbours",
     "read_ownership",
 ]

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, cast
 
+import pulumi
+
 A = TypeVar("A")
+
+
+def stack_id() -> str:
+    """The running stack as its objects name it: `project/stack`."""
+    return f"{pulumi.get_project()}/{pulumi.get_stack()}"
 
 
 def args_of(resource: str, args_type: type[A], first: object, keywords: dict[str, Any]) -> A:

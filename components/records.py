@@ -8,6 +8,7 @@ from typing import Any
 
 import pulumi
 
+from components.args import stack_id
 from components.takeover import TakingOverResource
 from dynamo_infra.api import AnyDGD
 from dynamo_infra.api.loader import to_hub
@@ -94,6 +95,7 @@ class GraphRecords(TakingOverResource):
             "kubeconfig": pulumi.Output.secret(kubeconfig),
             "context": context or "",
             **records_props(dgd, rendered, replicas),
+            "stack": stack_id(),
             "status": None,
             "recorded": None,
             "inventory": None,

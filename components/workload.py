@@ -6,6 +6,7 @@ from typing import Any, cast
 
 import pulumi
 
+from components.args import stack_id
 from components.takeover import TakingOverResource
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import object_key
@@ -55,6 +56,7 @@ class ComponentWorkload(TakingOverResource):
             "namespace": namespace,
             "graph": graph,
             "component": component,
+            "stack": stack_id(),
             "objects": pulumi.Output.from_input(objects).apply(keyed)
             if isinstance(objects, pulumi.Output)
             else keyed(cast(list[Manifest], objects)),

@@ -1,7 +1,7 @@
 """The dynamic provider behind every component workload: SSA, prune, await, read, delete.
 
 Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field changes):
-  kubeconfig (secret), context, namespace, graph, component,
+  kubeconfig (secret), context, namespace, graph, component, stack (`project/stack`),
   objects: {"apiVersion/kind/namespace/name": manifest}, replicasExternal, await: {mode, timeoutSeconds},
   observe: {key: stub} of objects another controller creates for this one (Grove's PodCliques),
   scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove),
@@ -49,6 +49,8 @@ def apply_order(objects: dict[str, Manifest]) -> list[str]:
 class WorkloadInputs(Inputs):
     graph: str = ""
     component: str = ""
+    # The stack applying the objects (`project/stack`): another stack's graph of the same name is refused.
+    stack: str = ""
     # Manifests by `apiVersion/kind/namespace/name`.
     objects: dict[str, Manifest] = dataclasses.field(default_factory=dict)
     # Replicas are written at creation only (an autoscaler or scaling adapter owns them).

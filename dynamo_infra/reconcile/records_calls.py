@@ -130,10 +130,11 @@ def reconcile(
             return {**props, "status": status, "recorded": why, "inventory": [], "takenOver": taken}
         operator = OperatorGraph(client, ins.namespace, ins.graph)
         adapters = {
-            object_key(a): with_inventory(a, ins.label, ins.inventory) for a in (ins.adapters or {}).values()
+            object_key(a): with_inventory(a, ins.label, ins.inventory, ins.stack)
+            for a in (ins.adapters or {}).values()
         }
         adopted = refuse_foreign(
-            client, {k: a for k, a in adapters.items() if k not in previous}, ins.label, operator
+            client, {k: a for k, a in adapters.items() if k not in previous}, ins.label, operator, ins.stack
         )
         # The adapters are the source of truth of their components' replicas once they exist.
         replicas = {}
@@ -149,10 +150,11 @@ def reconcile(
             graph_record(ins.dgd, ins.namespace, annotations, replicas, kept_replicas(client, ins)),
             ins.label,
             ins.inventory,
+            ins.stack,
         )
         found_dgd = client.get_metadata(record)
         meta = (found_dgd or {}).get("metadata") or {}
-        who = foreign_owner(found_dgd, ins.label) if found_dgd else None
+        who = foreign_owner(found_dgd, ins.label, ins.stack) if found_dgd else None
         if who is not None and not operator_dgd(meta):
             raise ForeignObject(
                 f"{ins.label}: not taking over {DGD_KIND} {ins.graph}: it belongs to {who} "

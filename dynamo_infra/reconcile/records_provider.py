@@ -32,6 +32,8 @@ RECORDS_COMPONENT = "#records"
 @dataclasses.dataclass(frozen=True)
 class RecordsInputs(Inputs):
     graph: str = ""
+    # The stack writing the records (`project/stack`): another stack's graph of the same name is refused.
+    stack: str = ""
     dgd: Manifest = dataclasses.field(default_factory=dict)
     annotations: dict[str, str] = dataclasses.field(default_factory=dict)
     adapters: dict[str, Manifest] = dataclasses.field(default_factory=dict)

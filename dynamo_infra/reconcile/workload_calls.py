@@ -8,6 +8,7 @@ from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import await_skipped, await_timeout, log
+from dynamo_infra.reconcile.drift import drift_lines, drifted
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import refuse_foreign, with_inventory
@@ -71,12 +72,12 @@ def reconcile(
             found = discover_pull_secrets(client, ins.namespace)
             ordered = {k: with_workload_pull_secrets(o, found) for k, o in ordered.items()}
             secrets = sorted({r["name"] for o in ordered.values() for r in pod_pull_secrets(o)})
-        stamped = {k: with_inventory(o, ins.label, ins.inventory) for k, o in ordered.items()}
-        # Objects new to this resource may exist already: only ours are applied over, and those the
-        # Dynamo operator left for this graph are taken over.
+        stamped = {k: with_inventory(o, ins.label, ins.inventory, ins.stack) for k, o in ordered.items()}
+        # Objects new to this resource may exist already: only ours (this stack's) are applied over,
+        # and those the Dynamo operator left for this graph are taken over; a refusal writes nothing.
         operator = OperatorGraph(client, ins.namespace, ins.graph)
         new = {k: o for k, o in stamped.items() if k not in previous}
-        adopted = refuse_foreign(client, new, ins.label, operator)
+        adopted = refuse_foreign(client, new, ins.label, operator, ins.stack)
         # Workloads as the operator left them, to tell whether our apply replaces their pods.
         before = {k: client.get(stamped[k]) for k in adopted if stamped[k]["kind"] in WORKLOAD_KINDS}
         stored = apply_objects(client, stamped, ownership, log)
@@ -137,6 +138,11 @@ def read(ins: WorkloadInputs, props: dict[str, Any]) -> dict[str, Any] | None:
             wanted = (objects.get(k, {}).get("spec") or {}).get("replicas")
             if wanted is not None and "replicas" in (o.get("spec") or {}):
                 o["spec"]["replicas"] = wanted
+    for k, o in observed.items():
+        if k in objects:
+            changes = drifted(o, objects[k], present[k])
+            for line in drift_lines(ins.label, k, changes):
+                log(line)
     status = observed_status({**{k: present[k] for k in keys if k in present}, **others}).to_dict()
     scale = ins.scale
     if scale:

@@ -65,9 +65,10 @@ def test_noop_up_writes_nothing(rig: GraphStack) -> None:
     # Per program run (preview, up): discovery of v1, apiextensions.k8s.io/v1 and
     # rbac.authorization.k8s.io/v1, the namespace, the planner and EPP service accounts, the MPI SSH
     # key secret, the metadata of the four Dynamo CRDs (DGD, DGDSA, DWM, DynamoModel) and of the
-    # planner and EPP ClusterRoles (each used as it is when another tool made it): 13.
+    # planner and EPP ClusterRoles (each used as it is when another tool made it): 13; and the list of
+    # the namespace's DGDs (`components.neighbours`): 14.
     reads = sorted({e["requestURI"] for e in program})
-    assert {e["verb"] for e in program} == {"get"} and len(program) <= 26, (len(program), reads)
+    assert {e["verb"] for e in program} == {"get", "list"} and len(program) <= 28, (len(program), reads)
 
 
 def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: GraphStack) -> None:
@@ -79,7 +80,9 @@ def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: GraphStack) -> None:
         "PATCH",
         rig.kube.resource("apps/v1", "Deployment").path(rig.ns, dep["metadata"]["name"]),
         body=[
-            {"op": "replace", "path": f"/spec/template/spec/containers/0/env/{idx}/value", "value": "9999"}
+            {"op": "replace", "path": f"/spec/template/spec/containers/0/env/{idx}/value", "value": "9999"},
+            # A field we do not set: kept by the repair.
+            {"op": "add", "path": "/metadata/annotations/team", "value": "inference"},
         ],
         params={"fieldManager": "kubectl-edit"},
         content_type="application/json-patch+json",
@@ -87,12 +90,17 @@ def test_drift_is_shown_by_refresh_and_repaired_by_up(rig: GraphStack) -> None:
     lines: list[str] = []
     refresh = rig.stack.refresh(on_output=lines.append)
     assert refresh.summary.resource_changes and refresh.summary.resource_changes.get("update") == 1
+    # The refresh says which manager changed the field we own.
+    changed = f"spec.template.spec.containers[0].env[{idx}].value was changed by kubectl-edit"
+    assert changed in "\n".join(lines), "\n".join(lines[-60:])
     preview = rig.stack.preview(diff=True, on_output=lines.append)
     assert preview.change_summary.get("update") == 1
     assert re.search(r'"9999" => "8000"', "\n".join(lines)), "\n".join(lines[-60:])
     rig.up()
-    env = rig.deployment("rec-frontend")["spec"]["template"]["spec"]["containers"][0]["env"]
+    repaired = rig.deployment("rec-frontend")
+    env = repaired["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {e["name"]: e.get("value") for e in env}["DYN_HTTP_PORT"] == "8000"
+    assert repaired["metadata"]["annotations"]["team"] == "inference"
 
 
 def test_deleted_service_is_recreated_by_up_refresh(rig: GraphStack) -> None:

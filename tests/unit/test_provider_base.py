@@ -36,8 +36,8 @@ def test_stored_providers_load_and_serialize_the_same(cls: type) -> None:
 
 def test_diffed_inputs_are_every_input_the_reconcile_reads() -> None:
     assert WorkloadInputs.diffed() == (
-        "kubeconfig", "context", "namespace", "graph", "component", "objects", "replicasExternal",
-        "await", "scale", "observe", "pullSecretDiscovery", "replicasFrom",
+        "kubeconfig", "context", "namespace", "graph", "component", "stack", "objects",
+        "replicasExternal", "await", "scale", "observe", "pullSecretDiscovery", "replicasFrom",
     )  # fmt: skip
     assert ClaimInputs.diffed() == (
         "kubeconfig", "context", "namespace", "name", "graph", "manifest", "create", "deleteOnDestroy",
