@@ -146,16 +146,19 @@ def platform_objects(plan: PlatformPlan) -> list[Manifest]:
     return out
 
 
-def _stamped(objects: list[Manifest], namespace: str, graph: str, component: str) -> tuple[Manifest, ...]:
-    """Objects as a ComponentWorkload applies them: in apply order, with its inventory label."""
+def _stamped(
+    objects: list[Manifest], namespace: str, graph: str, component: str, stack: str
+) -> tuple[Manifest, ...]:
+    """Objects as a ComponentWorkload applies them: in apply order, with its inventory label and the
+    stack's stamp (none for graph files rendered outside a stack)."""
     label, inventory = f"{namespace}/{graph}/{component}", inventory_id(namespace, graph, component)
     keyed = {object_key(o): o for o in objects}
-    return tuple(with_inventory(keyed[k], label, inventory) for k in apply_order(keyed))
+    return tuple(with_inventory(keyed[k], label, inventory, stack) for k in apply_order(keyed))
 
 
-def graph_files(plan: GraphPlan) -> list[RenderedFile]:
+def graph_files(plan: GraphPlan, stack: str = "") -> list[RenderedFile]:
     """A graph's files: claims, shared objects, checkpoints, the PodCliqueSet, one per component,
-    autoscalers, and the records (the DGD and DGDSAs)."""
+    autoscalers, and the records (the DGD and DGDSAs); `stack` (`project/stack`) as its objects carry it."""
     r = plan.rendered
     ns, graph = r.namespace, r.name
     files = [
@@ -167,7 +170,9 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
     ]
     if plan.shared:
         files.append(
-            RenderedFile(file_name(graph, "_shared"), _stamped(list(plan.shared.objects), ns, graph, ""))
+            RenderedFile(
+                file_name(graph, "_shared"), _stamped(list(plan.shared.objects), ns, graph, "", stack)
+            )
         )
     files.append(
         RenderedFile(file_name(graph, "_checkpoints"), tuple(c.checkpoint for c in plan.checkpoints))
@@ -175,13 +180,14 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
     if plan.podcliqueset:
         files.append(
             RenderedFile(
-                file_name(graph, "_podcliqueset"), _stamped(list(plan.podcliqueset.objects), ns, graph, "")
+                file_name(graph, "_podcliqueset"),
+                _stamped(list(plan.podcliqueset.objects), ns, graph, "", stack),
             )
         )
     for c in plan.components:
         name = c.rendered.name
         external = bool(c.rendered.scaling_adapter or c.rendered.autoscaled or c.replicas != REPLICAS_GRAPH)
-        objects = _stamped(list(c.rendered.objects), ns, graph, name)
+        objects = _stamped(list(c.rendered.objects), ns, graph, name, stack)
         files.append(RenderedFile(file_name(graph, name), objects, replicas_external=external))
     autoscalers: list[Manifest] = []
     for s in plan.scaling:
@@ -190,13 +196,13 @@ def graph_files(plan: GraphPlan) -> list[RenderedFile]:
         obj = autoscaler_object(
             scale_target(component.objects, component.scale_target), ns, s.autoscaler, labels
         )
-        autoscalers.extend(_stamped([obj], ns, graph, f"{component.name}-autoscaler"))
+        autoscalers.extend(_stamped([obj], ns, graph, f"{component.name}-autoscaler", stack))
     files.append(RenderedFile(file_name(graph, "_autoscalers"), tuple(autoscalers)))
-    files.append(RenderedFile(file_name(graph, "_records"), records(plan)))
+    files.append(RenderedFile(file_name(graph, "_records"), records(plan, stack)))
     return [f for f in files if f.objects]
 
 
-def records(plan: GraphPlan) -> tuple[Manifest, ...]:
+def records(plan: GraphPlan, stack: str = "") -> tuple[Manifest, ...]:
     """The graph's DGD record and DGDSAs, as the records provider writes them on a first `up`."""
     r = plan.rendered
     props = records_props(plan.dgd, r, {c.rendered.name: c.replicas for c in plan.components})
@@ -204,8 +210,8 @@ def records(plan: GraphPlan) -> tuple[Manifest, ...]:
     inventory = inventory_id(r.namespace, r.name, RECORDS_COMPONENT)
     annotations = {**props["annotations"], COMPONENTS_ANNOTATION: components_annotation(props["components"])}
     record = graph_record(props["dgd"], r.namespace, annotations, {})
-    adapters = [with_inventory(a, label, inventory) for a in props["adapters"].values()]
-    return (with_inventory(record, label, inventory), *adapters)
+    adapters = [with_inventory(a, label, inventory, stack) for a in props["adapters"].values()]
+    return (with_inventory(record, label, inventory, stack), *adapters)
 
 
 def _notes(plan: GraphPlan) -> list[str]:
@@ -256,7 +262,7 @@ def render_stack(stack: StackConfig, owner: str, project_dir: Path) -> RenderRes
             agent=stack.agent is not None,
         )
         plans.append(plan)
-        result.files.extend(graph_files(plan))
+        result.files.extend(graph_files(plan, owner))
         result.notes.extend(_notes(plan))
     result.notes.extend(_pull_secrets_note(plans))
     return result
