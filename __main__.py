@@ -31,6 +31,10 @@ except StackConfigError as e:
     fail(str(e))
 options = stack.cluster
 kubeconfig: pulumi.Input[str] = pulumi.Output.secret(stack.kubeconfig)
+# The graphs' providers may use a restricted identity (`graphKubeconfig`: the Role of `dynamo-infra rbac`).
+graph_kubeconfig: pulumi.Input[str] = (
+    pulumi.Output.secret(stack.graph_kubeconfig) if stack.graph_kubeconfig else kubeconfig
+)
 
 # The stack creates (and may delete) the namespace and service accounts only if they are absent or
 # its own; those of a user or another stack are used as they are, as are Dynamo CRDs another tool
@@ -108,8 +112,8 @@ for dgd in stack.graphs:
         graphs[dgd.name] = DynamoGraphDeployment(
             dgd.name,
             dgd,
-            kubeconfig=kubeconfig,
-            context=stack.context,
+            kubeconfig=graph_kubeconfig,
+            context=stack.graphs_context,
             options=options,
             namespace=options.namespace,
             delete_pvcs_on_destroy=stack.delete_pvcs_on_destroy,

@@ -41,6 +41,11 @@ class ConfigReader(Protocol):
     def get_object(self, key: str) -> Any: ...
 
 
+# Prefix of the keys of the graphs' providers' own kubeconfig (`graphKubeconfig`, `graphKubeconfigPath`,
+# `graphContext`).
+GRAPH_PREFIX = "graph"
+
+
 def key(name: str) -> str:
     return f"{CONFIG_NAMESPACE}:{name}"
 
@@ -63,6 +68,15 @@ class StackConfig:
     delete_pvcs_on_destroy: bool
     # The agent that carries run-time changes (None: the stack deploys none).
     agent: AgentOptions | None = None
+    # The graphs' providers' kubeconfig (from `graphKubeconfig` or `graphKubeconfigPath`: a restricted
+    # identity, see `dynamo_infra.render.rbac`) and context; "" and None: the platform's are used.
+    graph_kubeconfig: str = field(default="", repr=False)
+    graph_context: str | None = None
+
+    @property
+    def graphs_context(self) -> str | None:
+        """The context of the graphs' providers' kubeconfig."""
+        return self.graph_context if self.graph_kubeconfig else self.context
 
     @classmethod
     def from_config(cls, config: ConfigReader, *, kubeconfig: bool = True) -> StackConfig:
@@ -73,6 +87,7 @@ class StackConfig:
         platform = read_platform(config, cluster)
         agent = read_agent(config)
         kubeconfig_key, content = read_kubeconfig(config) if kubeconfig else (key("kubeconfig"), "")
+        graph_content = read_kubeconfig(config, GRAPH_PREFIX, required=False)[1] if kubeconfig else ""
         graphs = read_graphs(config, cluster)
         return cls(
             kubeconfig=content,
@@ -84,6 +99,8 @@ class StackConfig:
             autoscalers=read_autoscalers(config, graphs),
             delete_pvcs_on_destroy=config.get_bool("deletePvcsOnDestroy") or False,
             agent=agent,
+            graph_kubeconfig=graph_content,
+            graph_context=config.get(f"{GRAPH_PREFIX}Context"),
         )
 
     def keeps_namespace(self) -> bool:
@@ -128,19 +145,23 @@ def read_agent(config: ConfigReader) -> AgentOptions | None:
         raise StackConfigError(str(e.with_prefix(key("agent")))) from None
 
 
-def read_kubeconfig(config: ConfigReader) -> tuple[str, str]:
-    """The key the kubeconfig comes from and its content (`kubeconfig` wins over `kubeconfigPath`)."""
-    text = config.get("kubeconfig")
+def read_kubeconfig(config: ConfigReader, prefix: str = "", *, required: bool = True) -> tuple[str, str]:
+    """The key the kubeconfig comes from and its content (`<prefix>kubeconfig` wins over
+    `<prefix>kubeconfigPath`; `graphKubeconfig...` with GRAPH_PREFIX). Not `required`: ("", "") when unset."""
+    name = f"{prefix}Kubeconfig" if prefix else "kubeconfig"
+    text = config.get(name)
     if text is not None:
-        return key("kubeconfig"), text
-    path_value = config.get("kubeconfigPath")
+        return key(name), text
+    path_value = config.get(f"{name}Path")
     if not path_value:
-        raise StackConfigError(f"set {key('kubeconfig')} (secret content) or {key('kubeconfigPath')}")
+        if not required:
+            return "", ""
+        raise StackConfigError(f"set {key(name)} (secret content) or {key(name + 'Path')}")
     path = Path(path_value).expanduser()
     if not path.exists():
-        raise StackConfigError(f"{key('kubeconfigPath')}: {path} does not exist (is the cluster up?)")
+        raise StackConfigError(f"{key(name + 'Path')}: {path} does not exist (is the cluster up?)")
     # Its relative paths as the file's folder gives them: providers get the content, not the file.
-    return key("kubeconfigPath"), connection.with_absolute_paths(path.read_text(), path.parent.resolve())
+    return key(f"{name}Path"), connection.with_absolute_paths(path.read_text(), path.parent.resolve())
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import ipaddress
 import json
+import re
 import ssl
 import threading
 import time
@@ -32,6 +33,8 @@ REQUEST_TIMEOUT_S = 30.0
 # A wait for a deletion looks again after this long, then twice as long each time up to its poll
 # interval (most objects are gone within milliseconds; a Deployment's pods take longer).
 FIRST_DELETE_POLL_S = 0.02
+# Where a client asks who it is (allowed to every authenticated identity).
+SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 # Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
 RETRIES = 5
 
@@ -60,6 +63,56 @@ class KubeError(DynamoInfraError):
 
 class NotFound(KubeError):
     pass
+
+
+class Forbidden(KubeError):
+    """The identity lacks a permission; the message names the verb, the resource, the namespace and the
+    identity, and the Role to add it to (`dynamo_infra.render.rbac`)."""
+
+
+# Where the API server's 403 message names the identity and the denied attributes (RBAC's wording).
+_DENIED = re.compile(
+    r'User "(?P<user>[^"]*)" cannot (?P<verb>\S+) resource "(?P<resource>[^"]+)"'
+    r'(?: in API group "(?P<group>[^"]*)")?(?: in the namespace "(?P<namespace>[^"]+)")?'
+)
+# Request paths of resources: /api/v1/... or /apis/<group>/<version>/..., then the namespace, the
+# plural, the name and the subresource.
+_RESOURCE_PATH = re.compile(
+    r"^/(?:api/[^/]+|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/(?P<namespace>[^/]+))?"
+    r"/(?P<plural>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
+)
+# Verbs Kubernetes authorizes per HTTP method (on one object; a GET of a collection is `list`).
+_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def forbidden_message(method: str, path: str, server_message: str, identity: str = "") -> str:
+    """What a 403 means for us: `verb` on `plural.group[/subresource]` in a namespace (or the cluster),
+    as whom, and where to add it. The API server's own message is preferred; the request fills gaps
+    (a server-side apply that would create an object is denied `create` with no wording of its own)."""
+    denied = _DENIED.search(server_message)
+    at = _RESOURCE_PATH.match(path.split("?")[0])
+    group = (denied and denied["group"]) or (at and at["group"]) or ""
+    namespace = (denied and denied["namespace"]) or (at and at["namespace"]) or ""
+    if denied:
+        verb, resource = denied["verb"], denied["resource"]
+    else:
+        plural, name, sub = (at["plural"], at["name"], at["sub"]) if at else (path, None, None)
+        verb = "list" if method == "GET" and not name else _VERBS.get(method, method.lower())
+        # Server-side apply is authorized as `patch`, and also as `create` when the object is new.
+        if method == "PATCH" and not sub:
+            verb = "create"
+        resource = f"{plural}/{sub}" if sub else plural
+    plural, _, sub = resource.partition("/")
+    qualified = f"{plural}.{group}" if group else plural
+    if sub:
+        qualified += f"/{sub}"
+    user = (denied and denied["user"]) or identity or "the kubeconfig's identity"
+    where = f"in namespace `{namespace}`" if namespace else "at the cluster scope"
+    role = "Role" if namespace else "ClusterRole"
+    return (
+        f"forbidden: dynamo-infra needs `{verb}` on `{qualified}` {where} (as {user}): add it to the "
+        f"{role} (`dynamo-infra rbac` prints the least-privilege one) [{method} {path}]"
+    )
 
 
 class Conflict(KubeError):
@@ -220,8 +273,16 @@ class KubeClient:
                 continue
             return self._result(method, path, resp)
 
-    @staticmethod
-    def _result(method: str, path: str, resp: httpx.Response) -> Manifest:
+    def identity(self) -> str:
+        """Who the API server takes us for (SelfSubjectReview; "" when it cannot say)."""
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            found = self.request("POST", SELF_REVIEW_PATH, body=review)
+        except KubeError:
+            return ""
+        return str(((found.get("status") or {}).get("userInfo") or {}).get("username") or "")
+
+    def _result(self, method: str, path: str, resp: httpx.Response) -> Manifest:
         try:
             payload: Manifest = resp.json() if resp.content else {}
         except ValueError:
@@ -232,6 +293,16 @@ class KubeClient:
         reason = payload.get("reason", "")
         details = payload.get("details") or {}
         err = f"{method} {path}: {resp.status_code} {reason}: {message}"
+        if resp.status_code == 403 and path != SELF_REVIEW_PATH:
+            who = "" if _DENIED.search(str(message)) else self.identity()
+            raise Forbidden(
+                forbidden_message(method, path, str(message), who),
+                403,
+                reason,
+                details,
+                method=method,
+                path=path,
+            )
         if resp.status_code == 404:
             raise NotFound(err, 404, reason, details, method=method, path=path)
         if resp.status_code == 409 and method == "PATCH":

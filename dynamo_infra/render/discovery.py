@@ -13,6 +13,16 @@ MANAGED_BY = "dynamo-operator"
 RBAC_COMPONENT = "rbac"
 # Kubernetes label values are at most 63 characters.
 MAX_LABEL_VALUE = 63
+# What the discovery Role grants the pods (the operator's rules).
+DISCOVERY_RULES: tuple[Manifest, ...] = (
+    {"apiGroups": [""], "resources": ["endpoints", "pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+    {
+        "apiGroups": ["nvidia.com"],
+        "resources": ["dynamoworkermetadatas"],
+        "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"],
+    },
+)
 
 
 def label_value(value: str) -> str:
@@ -37,19 +47,7 @@ def discovery_rbac(g: GraphContext) -> list[Manifest]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": {"name": f"{sa}-role", **meta},
-            "rules": [
-                {"apiGroups": [""], "resources": ["endpoints", "pods"], "verbs": ["get", "list", "watch"]},
-                {
-                    "apiGroups": ["discovery.k8s.io"],
-                    "resources": ["endpointslices"],
-                    "verbs": ["get", "list", "watch"],
-                },
-                {
-                    "apiGroups": ["nvidia.com"],
-                    "resources": ["dynamoworkermetadatas"],
-                    "verbs": ["create", "get", "list", "watch", "update", "patch", "delete"],
-                },
-            ],
+            "rules": [{k: list(v) for k, v in rule.items()} for rule in DISCOVERY_RULES],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.render import rbac
 from tests.conftest import REPO
 from tools.localcluster import LocalCluster
 
@@ -25,6 +27,10 @@ GROVE = "grove.io/v1alpha1"
 GROVE_MANAGER = "grove-operator"
 # Output lines shown when a stack operation fails.
 TAIL = 40
+# Field manager of what the harness applies as the cluster's admin would (namespace, graphs' RBAC).
+ADMIN_MANAGER = "kubectl"
+# Lifetime asked of the graphs' account token (longer than any test).
+TOKEN_LIFETIME_S = 6 * 3600
 
 
 def copy_project(root: Path) -> Path:
@@ -56,11 +62,15 @@ def make_stack(
     *,
     backend_url: str | None = None,
     env_vars: dict[str, str] | None = None,
+    restricted: bool = True,
     **options: object,
 ) -> auto.Stack:
     """A stack of the project copy pointed at the local control plane, its state in `backend_url`
     (default: its own file backend) with the passphrase secrets provider; `env_vars` reach every
-    Pulumi command of the stack (a bucket's credentials); `options` are its cluster options."""
+    Pulumi command of the stack (a bucket's credentials); `options` are its cluster options.
+    `restricted`: the graphs' providers use a token of the least-privilege Role (`graphs_kubeconfig`),
+    the platform layer the admin's kubeconfig; the namespace is then created beforehand, as an admin
+    would (the stack uses it and leaves it)."""
     backend = backend_url or f"file://{project.parent / 'state'}"
     opts = auto.LocalWorkspaceOptions(
         work_dir=str(project),
@@ -76,7 +86,49 @@ def make_stack(
             "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
         }
     )
+    if restricted:
+        restricted_path = graphs_kubeconfig(local, namespace, project.parent)
+        stack.set_config("dynamo-infra:graphKubeconfigPath", auto.ConfigValue(str(restricted_path)))
     return stack
+
+
+def grant_graphs(kube: KubeClient, namespace: str, role: Manifest | None = None) -> None:
+    """As an admin: the namespace (when absent) and the graphs' account, Role (`role`, or the table's),
+    RoleBinding, ClusterRole and its binding, as `dynamo-infra rbac` prints them."""
+    if kube.get(namespace_object(namespace)) is None:
+        kube.apply(namespace_object(namespace), manager=ADMIN_MANAGER)
+    for obj in rbac.rbac_objects(namespace):
+        kube.apply(role if role is not None and obj["kind"] == "Role" else obj, manager=ADMIN_MANAGER)
+
+
+def account_token(kube: KubeClient, namespace: str, account: str = rbac.GRAPHS_NAME) -> str:
+    """A bound token of the account (TokenRequest)."""
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token"
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": TOKEN_LIFETIME_S},
+    }
+    return str(kube.request("POST", path, body=body)["status"]["token"])
+
+
+def graphs_kubeconfig(
+    local: LocalCluster, namespace: str, folder: Path, role: Manifest | None = None
+) -> Path:
+    """`folder/graphs-<namespace>.kubeconfig`: the local control plane as the graphs' account of
+    `namespace` (granted by `grant_graphs`)."""
+    with kube_client(local) as kube:
+        grant_graphs(kube, namespace, role)
+        token = account_token(kube, namespace)
+    config = yaml.safe_load(local.kubeconfig.read_text())
+    user = f"{rbac.GRAPHS_NAME}@{namespace}"
+    config["users"] = [{"name": user, "user": {"token": token}}]
+    for ctx in config.get("contexts") or []:
+        ctx["context"]["user"] = user
+    path = folder / f"graphs-{namespace}.kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
 
 
 @contextlib.contextmanager

@@ -38,7 +38,10 @@ SERVICE_ALLOCATED = ("clusterIP", "clusterIPs")
 
 @pytest.fixture(scope="module")
 def deployed(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iterator[GraphStack]:
-    with graph_stack(tmp_path_factory, cluster, "cli-mocker", GRAPH, **{"await": {"mode": "skip"}}) as g:
+    # Unrestricted: the namespace holds only what the stack creates (compared object for object with a
+    # `dynamo-infra render` applied by kubectl), not the graphs' RBAC an admin would add.
+    options = {"await": {"mode": "skip"}, "restricted": False}
+    with graph_stack(tmp_path_factory, cluster, "cli-mocker", GRAPH, **options) as g:
         g.up()
         yield g
 

@@ -58,7 +58,8 @@ def test_only_the_stack_that_created_a_namespace_deletes_it(
 ) -> None:
     ns = unique("owned")
     gone.append(ns)
-    first = make_stack(project, cluster, "first", ns, [graph])
+    # Unrestricted: a restricted identity's namespace is made beforehand by an admin (test_rbac.py).
+    first = make_stack(project, cluster, "first", ns, [graph], restricted=False)
     up(first)
     live = kube.get(namespace_object(ns))
     assert live is not None and live["metadata"]["annotations"][OWNER] == "dynamo-infra/first"

@@ -50,7 +50,10 @@ def test_a_stack_with_unprefixed_platform_children_keeps_them(
     project: Path, cluster: LocalCluster, kube: KubeClient
 ) -> None:
     ns = unique("aliases")
-    stack = make_stack(project, cluster, ns, ns, [project / "examples" / "agg.yaml"], **CLUSTER_OPTIONS)
+    # Unrestricted: the stack creates the namespace (a restricted identity's is made by an admin first).
+    stack = make_stack(
+        project, cluster, ns, ns, [project / "examples" / "agg.yaml"], restricted=False, **CLUSTER_OPTIONS
+    )
     stack.set_config("dynamo-infra:platform", auto.ConfigValue(json.dumps(PLATFORM_CONFIG)))
     assert stack.up(on_output=lambda _: None).summary.result == "succeeded"
     created = platform_children(stack)

@@ -149,6 +149,11 @@ class Rig:
         }
         self.stack = make_stack(self.project, cluster, "scan", self.ns, graphs, **options)
         self.stack.remove_config("dynamo-infra:kubeconfigPath")
+        # The graphs' providers run as the least-privilege account: its token is a secret too.
+        graphs = yaml.safe_load(
+            Path(self.stack.get_config("dynamo-infra:graphKubeconfigPath").value).read_text()
+        )
+        scan.secret("graphs' token", graphs["users"][0]["user"]["token"])
         self.set_kubeconfig(self.kubeconfig)
         self.env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{root / 'state'}"}
 
