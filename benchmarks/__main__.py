@@ -27,6 +27,7 @@ SECTIONS: dict[str, str] = {
     "requests": "benchmarks.requests_bench",
     "apply": "benchmarks.apply_bench",
     "fleet": "benchmarks.fleet_bench",
+    "faults": "benchmarks.faults_bench",
 }
 
 

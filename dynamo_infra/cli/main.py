@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "dynamo_infra.cli.preview_summary",
     "dynamo_infra.cli.diff_live",
     "dynamo_infra.cli.rbac",
+    "dynamo_infra.cli.unlock",
     "dynamo_infra.agent.cli",
 )
 
