@@ -173,7 +173,10 @@ def test_pulumi_up_whose_await_outlives_the_token(
     pool, ns = unique("creds"), unique("creds")
     graph = project / "examples" / "creds.yaml"
     graph.write_text(GRAPH.replace("intr", "creds").replace("NODE_POOL", pool))
-    stack = make_stack(project, cluster, "creds", ns, [graph], **{"await": {"timeoutSeconds": 300}})
+    # Unrestricted: the graphs' providers use `kubeconfig`, the exec plugin's credential.
+    stack = make_stack(
+        project, cluster, "creds", ns, [graph], restricted=False, **{"await": {"timeoutSeconds": 300}}
+    )
     from pulumi import automation as auto
 
     stack.set_config("dynamo-infra:kubeconfigPath", auto.ConfigValue(str(kubeconfig)))
