@@ -116,7 +116,11 @@ def graphs_kubeconfig(
     local: LocalCluster, namespace: str, folder: Path, role: Manifest | None = None
 ) -> Path:
     """`folder/graphs-<namespace>.kubeconfig`: the local control plane as the graphs' account of
-    `namespace` (granted by `grant_graphs`)."""
+    `namespace` (granted by `grant_graphs`). Stacks of one folder and namespace share it: a new token
+    would change the inputs of the stacks made before (their next preview would update)."""
+    path = folder / f"graphs-{namespace}.kubeconfig"
+    if role is None and path.exists():
+        return path
     with kube_client(local) as kube:
         grant_graphs(kube, namespace, role)
         token = account_token(kube, namespace)
@@ -125,7 +129,6 @@ def graphs_kubeconfig(
     config["users"] = [{"name": user, "user": {"token": token}}]
     for ctx in config.get("contexts") or []:
         ctx["context"]["user"] = user
-    path = folder / f"graphs-{namespace}.kubeconfig"
     path.write_text(yaml.safe_dump(config))
     path.chmod(0o600)
     return path
