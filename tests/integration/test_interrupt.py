@@ -12,6 +12,7 @@ from pathlib import Path
 
 from pulumi import automation as auto
 
+from benchmarks.faults import kill_plugins_of
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import DATA
 from tests.integration.harness import make_stack, unique
@@ -62,28 +63,6 @@ def converge_and_check(stack: auto.Stack, graph: Path, kube: KubeClient, ns: str
     assert set(again.change_summary) == {"same"}, again.change_summary
     stack.destroy(on_output=lambda _: None)
     assert kube.list("apps/v1", "Deployment", ns) == []
-
-
-def kill_plugins_of(project: Path) -> int:
-    """Kill what the killed engine left running from `project` (its plugins start their own process
-    groups: the dynamic provider names the project in its command line, the Kubernetes provider runs
-    in the project folder); how many there were."""
-    killed = 0
-    for proc_dir in Path("/proc").iterdir():
-        if not proc_dir.name.isdigit():
-            continue
-        try:
-            cmdline = (proc_dir / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(proc_dir / "cwd")
-        except OSError:
-            continue
-        if str(project) in cmdline or Path(cwd).is_relative_to(project):
-            try:
-                os.kill(int(proc_dir.name), signal.SIGKILL)
-                killed += 1
-            except ProcessLookupError:
-                pass
-    return killed
 
 
 def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, project: Path) -> None:
