@@ -5,10 +5,9 @@ those objects and the reconcile reads them, so what is diffed is what is applied
 built from them in each call (decision 10: a pickled provider never holds a client).
 
 Check and Diff run for every resource on every preview and `up`, in a provider process started for
-that run, and need only the inputs: the providers every graph has (workloads, admission, records)
-import at load time only this module and `pulumi.dynamic`, and what talks to the cluster or renders
-(the kube client, the API models, `workload_calls`, `records_calls`) inside the calls that write or
-read.
+that run, and need only the inputs: every provider module imports at load time only this module and
+`pulumi.dynamic`, and what talks to the cluster or renders (the kube client, the API models, its
+`*_calls` module) inside the calls that write or read.
 """
 
 from __future__ import annotations

@@ -68,8 +68,8 @@ def _applied(feature: str, api_version: str, kind: str, plural: str, why: str) -
     return Need(feature, _group(api_version), plural, APPLIED, why, kind)
 
 
-# The graphs' providers' calls in one namespace (reconcile.workload_calls, records_calls, pvc_provider,
-# checkpoint_provider, takeover, ownership), by feature.
+# The graphs' providers' calls in one namespace (reconcile.workload_calls, records_calls, pvc_calls,
+# checkpoint_calls, takeover, ownership), by feature.
 ROLE_NEEDS: tuple[Need, ...] = (
     # Component workloads and what comes with them (reconcile.workload_calls).
     _applied("workloads", "apps/v1", "Deployment", "deployments", "component workloads"),
@@ -112,7 +112,7 @@ ROLE_NEEDS: tuple[Need, ...] = (
         "DynamoGraphDeploymentScalingAdapter",
     ),
     Need("records", _DYNAMO, "dynamographdeploymentscalingadapters/status", ("patch",), "the DGDSAs' status"),
-    # Claims (reconcile.pvc_provider).
+    # Claims (reconcile.pvc_calls).
     Need(
         "pvcs",
         "",
@@ -121,7 +121,7 @@ ROLE_NEEDS: tuple[Need, ...] = (
         "graph volumes (retained on destroy unless opted in)",
         "PersistentVolumeClaim",
     ),
-    # Checkpoints and their capture Jobs (reconcile.checkpoint_provider).
+    # Checkpoints and their capture Jobs (reconcile.checkpoint_calls).
     _applied(
         "checkpoints", checkpoint.API_VERSION, checkpoint.KIND, "dynamocheckpoints", "DynamoCheckpoints"
     ),

@@ -21,7 +21,8 @@ import yaml
 
 from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.checkpoint_provider import CheckpointFailed, CheckpointProvider
+from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
+from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.checkpoint import capture_job

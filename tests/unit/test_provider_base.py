@@ -6,6 +6,8 @@ import base64
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 
 import dill
 import pytest
@@ -25,6 +27,40 @@ STORED = {
     PersistentVolumeClaimProvider: "gASVTAAAAAAAAACMI2R5bmFtb19pbmZyYS5yZWNvbmNpbGUucHZjX3Byb3ZpZGVylIwdUGVyc2lzdGVudFZvbHVtZUNsYWltUHJvdmlkZXKUk5QpgZQu",
     CheckpointProvider: "gASVSAAAAAAAAACMKmR5bmFtb19pbmZyYS5yZWNvbmNpbGUuY2hlY2twb2ludF9wcm92aWRlcpSMEkNoZWNrcG9pbnRQcm92aWRlcpSTlCmBlC4=",
 }  # fmt: skip
+
+
+# What Check and Diff must not load: the kube client, the API models, the renderer.
+HEAVY = (
+    "httpx",
+    "yaml",
+    "pydantic",
+    "dynamo_infra.reconcile.kube",
+    "dynamo_infra.render",
+    "dynamo_infra.api.v1beta1",
+)
+PROVIDER_MODULES = (
+    "provider",
+    "records_provider",
+    "pvc_provider",
+    "checkpoint_provider",
+    "admission_provider",
+)
+
+
+@pytest.mark.parametrize("module", PROVIDER_MODULES)
+def test_a_provider_module_and_its_check_and_diff_load_nothing_heavy(module: str) -> None:
+    """Every preview starts a provider process that imports the module, then checks and diffs."""
+    code = (
+        "import sys, pulumi.dynamic; before = set(sys.modules); "
+        f"import dynamo_infra.reconcile.{module} as m; "
+        "p = next(v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__ "
+        "and issubclass(v, pulumi.dynamic.ResourceProvider))(); "
+        "olds = {'kubeconfig': 'k', 'namespace': 'n', 'name': 'c', 'phase': 'Ready', 'ready': True}; "
+        "p.check(olds, olds); p.diff('id', olds, {**olds, 'namespace': 'm'}); "
+        f"print(sorted(x for x in set(sys.modules) - before if x.startswith({HEAVY!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("cls", list(STORED), ids=lambda c: c.__name__)
@@ -78,8 +114,8 @@ def test_diffs_keep_their_replacements() -> None:
     d = PersistentVolumeClaimProvider().diff("id", claim, {**claim, "name": "d", "phase": "x"})
     assert d.changes and d.replaces == ["name"]
     ckpt = {"kubeconfig": "k", "namespace": "n", "owner": "o", "checkpoint": {"metadata": {"name": "a"}}}
-    ready = CheckpointProvider().diff("id", {**ckpt, "phase": "Ready"}, ckpt)
-    pending = CheckpointProvider().diff("id", ckpt, ckpt)
+    ready = CheckpointProvider().diff("id", {**ckpt, "phase": "Ready", "ready": True}, ckpt)
+    pending = CheckpointProvider().diff("id", {**ckpt, "phase": "Creating", "ready": False}, ckpt)
     assert (ready.changes, pending.changes, pending.replaces) == (False, True, [])
 
 
