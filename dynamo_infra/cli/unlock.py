@@ -32,6 +32,8 @@ LOCKED_MESSAGE = "the stack is currently locked"
 FILE_SCHEME = "file://"
 # A live process holding a lock runs this program (a pid reused by another process holds nothing).
 PULUMI_PROGRAM = "pulumi"
+# /proc/<pid>/stat state of a process that exited and was not yet reaped.
+ZOMBIE = "Z"
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,19 @@ def read_locks(folder: Path) -> list[Lock]:
 
 
 def process_alive(pid: int) -> bool:
-    """Whether `pid` is a live Pulumi process on this host."""
+    """Whether `pid` is a live Pulumi process on this host. Its program name (`comm`) or command line
+    names pulumi; a zombie is gone; an empty command line of a live process (a kernel thread, or a
+    process read in the instant after its exec) counts as alive: the lock is then kept."""
+    proc = Path(f"/proc/{pid}")
     try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+        state = (proc / "stat").read_text().rpartition(")")[2].split()[0]
+        comm = (proc / "comm").read_text().strip()
+        cmdline = (proc / "cmdline").read_bytes()
+    except (OSError, IndexError):
         return False
-    return PULUMI_PROGRAM.encode() in cmdline
+    if state == ZOMBIE:
+        return False
+    return comm == PULUMI_PROGRAM or PULUMI_PROGRAM.encode() in cmdline or not cmdline
 
 
 def stale(lock: Lock, host: str) -> bool:

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,18 @@ def test_a_lock_whose_process_is_gone_is_removed(backend: Path, capsys: pytest.C
     assert "stack prod is not locked" in capsys.readouterr().out
 
 
-def test_a_lock_of_a_running_pulumi_is_kept(backend: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # A process whose command line names pulumi, as a running `pulumi up` does.
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "pulumi"])
+def pulumi_like(tmp_path: Path, code: str) -> subprocess.Popen[bytes]:
+    """A process whose program is named `pulumi`, as a running `pulumi up` is."""
+    program = tmp_path / "bin" / "pulumi"
+    program.parent.mkdir(exist_ok=True)
+    program.symlink_to(sys.executable)
+    return subprocess.Popen([str(program), "-c", code])
+
+
+def test_a_lock_of_a_running_pulumi_is_kept(
+    backend: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    holder = pulumi_like(tmp_path, "import time; time.sleep(60)")
     try:
         lock = write_lock(backend, "prod", holder.pid, socket.gethostname())
         assert cli.main(["unlock", "--stack", "prod"]) == cli.EXIT_FINDINGS
@@ -65,6 +75,19 @@ def test_a_lock_of_a_running_pulumi_is_kept(backend: Path, capsys: pytest.Captur
     assert lock.exists()
     err = capsys.readouterr().err
     assert f"(pid {holder.pid})" in err and "still running" in err
+
+
+def test_a_pulumi_that_exited_and_was_not_reaped_holds_nothing(backend: Path, tmp_path: Path) -> None:
+    """A killed `pulumi up` whose parent has not waited for it yet (a zombie) is gone."""
+    holder = pulumi_like(tmp_path, "pass")
+    try:
+        while Path(f"/proc/{holder.pid}/stat").read_text().rpartition(")")[2].split()[0] != unlock.ZOMBIE:
+            time.sleep(0.01)
+        lock = write_lock(backend, "prod", holder.pid, socket.gethostname())
+        assert cli.main(["unlock", "--stack", "prod"]) == cli.EXIT_OK
+        assert not lock.exists()
+    finally:
+        holder.wait()
 
 
 def test_a_reused_pid_holds_nothing(backend: Path) -> None:
