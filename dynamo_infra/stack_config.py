@@ -19,9 +19,9 @@ from dynamo_infra.graph_source import load_graph
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.reconcile import connection
 from dynamo_infra.render import render_graph
+from dynamo_infra.render.admission import review_graph
 from dynamo_infra.render.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
-from dynamo_infra.render.name_check import DerivedNameError
 
 # The stack configuration namespace of every key.
 CONFIG_NAMESPACE = "dynamo-infra"
@@ -165,19 +165,21 @@ def read_kubeconfig(config: ConfigReader, prefix: str = "", *, required: bool = 
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:
-    """The graph files, each admitted as the operator's webhook would (unless `cluster.admission` is off)
-    and rendered once, so names it derives that the API server would reject (`render.name_check`)
-    fail here, before the program declares anything."""
+    """The graph files, each admitted as the operator's webhook would with the stack's cluster options
+    (unless `cluster.admission` is off) and rendered once: what the webhook or the operator's
+    controllers would refuse (a multinode component with no orchestrator, a feature the cluster lacks,
+    a derived name the API server would reject: `render.name_check`) fails here, naming the file and
+    the field, before the program declares anything."""
     graphs = []
     for i, source in enumerate(config.get_object("graphs") or []):
         try:
             dgd = load_graph(str(source), admission=cluster.admission.enabled)
             try:
+                if cluster.admission.enabled:
+                    review_graph(dgd, cluster, cluster.namespace).raise_denied()
                 render_graph(dgd, cluster, cluster.namespace)
-            except DerivedNameError as e:
+            except DynamoValidationError as e:
                 raise e.with_source(str(source)) from None
-            except DynamoValidationError:
-                pass  # rendering's other rules: `plan_graph` reports them for this graph
             graphs.append(dgd)
         except DynamoValidationError as e:
             raise StackConfigError(str(e if e.source else e.with_prefix(key(f"graphs[{i}]")))) from None

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pulumi import automation as auto
+
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.integration.harness import make_stack, preview_failure, unique
 from tools.localcluster import LocalCluster
@@ -67,3 +70,62 @@ def test_denied_graphs_and_updates_fail_the_preview(
         kube.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         assert destroy.summary.result == "succeeded"
         stack.workspace.remove_stack("admission")
+
+
+MULTINODE = "      multinode:\n        nodeCount: 2\n"
+
+
+@pytest.mark.parametrize(
+    ("cluster_options", "component", "refusal"),
+    [
+        # Neither Grove nor LWS: the operator's graph controller stops at the multinode component (the
+        # path is the rendering's, the hub version's, as for every render error).
+        ({}, "VllmWorker", "spec.components[VllmWorker].multinode: no multinode orchestrator available"),
+        # Grove: the webhook denies a graph over Grove's pod-name budget.
+        (
+            {"multinode": {"orchestrator": "grove"}},
+            "VllmWorkerLongNameForGrove1",
+            'spec.services.VllmWorkerLongNameForGrove1: Invalid value: "VllmWorkerLongNameForGrove1": '
+            "combined resource name length 66 exceeds the 45-character pod-name limit",
+        ),
+    ],
+    ids=["no-orchestrator", "grove-budget"],
+)
+def test_a_graph_its_cluster_cannot_run_fails_the_up_before_anything_is_written(
+    cluster: LocalCluster,
+    kube: KubeClient,
+    project: Path,
+    cluster_options: dict[str, object],
+    component: str,
+    refusal: str,
+) -> None:
+    """Refused when the stack reads its graphs, before its Platform creates the namespace and CRDs, with
+    the file and the field and no traceback."""
+    ns = unique("refused")
+    shipped = (project / "examples" / "agg.yaml").read_text()
+    graph = project / "refused.yaml"
+    graph.write_text(
+        shipped.replace(WORKER, WORKER + MULTINODE).replace("    VllmWorker:\n", f"    {component}:\n")
+    )
+    stack = make_stack(
+        project,
+        cluster,
+        "refused",
+        ns,
+        [graph],
+        restricted=False,
+        **{"await": {"mode": "skip"}},
+        **cluster_options,
+    )
+    try:
+        lines: list[str] = []
+        with pytest.raises(auto.errors.CommandError):
+            stack.up(on_output=lines.append)
+        text = "\n".join(lines)
+        assert f"error: {graph}: {refusal}" in text, text
+        assert "Traceback" not in text, text
+        assert kube.get({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}) is None
+        assert "+ 1 created" in text, text  # the stack itself: nothing the program declares
+    finally:
+        stack.destroy(on_output=lambda _: None)
+        stack.workspace.remove_stack("refused")

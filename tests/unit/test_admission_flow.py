@@ -226,3 +226,36 @@ def test_the_component_logs_the_warnings(
         "admission: spec.services.W.autoscaling is deprecated and ignored. Use DynamoGraphDeploymentScalingAdapter "
         "with HPA, KEDA, or Planner for autoscaling instead. See docs/kubernetes/autoscaling.md"
     ]
+
+
+@pytest.mark.parametrize(
+    ("component", "cluster", "refusal"),
+    [
+        # The operator's graph controller: a multinode component and neither Grove nor LWS.
+        (worker(nodes=2), {}, "spec.components[w].multinode: no multinode orchestrator available"),
+        # The webhook with the cluster's options: checkpointing off in the operator's configuration.
+        (
+            worker(nodes=1, experimental={"checkpoint": {"enabled": True}}),
+            {},
+            "spec.components[w].experimental.checkpoint: Forbidden: checkpoint functionality is disabled",
+        ),
+        # The webhook with Grove on: its pod-name budget.
+        (worker("averyveryverylongworkername"), GROVE, "exceeds the 45-character pod-name limit"),
+    ],
+    ids=["controller", "webhook", "grove-budget"],
+)
+def test_the_stack_refuses_at_load_what_its_cluster_would_refuse(
+    tmp_path: Path, component: dict[str, Any], cluster: dict[str, Any], refusal: str
+) -> None:
+    """Before the program declares the Platform (which would write the namespace and CRDs), not when the
+    graph is planned after it."""
+    dgd = graph(component).to_manifest()
+    dgd["metadata"]["name"] = "a-graph-name-that-is-long"
+    path = write(tmp_path, dgd)
+    config = Config(kubeconfig="apiVersion: v1", graphs=[str(path)], cluster=cluster)
+    with pytest.raises(StackConfigError) as refused:
+        StackConfig.from_config(config)
+    assert refusal in str(refused.value) and str(path) in str(refused.value)
+    # What the cluster can run loads.
+    config.values["cluster"] = {"lws": {"enabled": True}, "checkpoint": {"enabled": True}}
+    assert [g.name for g in StackConfig.from_config(config).graphs] == ["a-graph-name-that-is-long"]

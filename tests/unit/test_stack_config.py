@@ -83,7 +83,8 @@ def test_defaults_and_every_key(tmp_path: Path) -> None:
     assert not full.has_epp() and not full.has_multinode()
     examples = REPO / "examples"
     assert read(graphs=[str(examples / "agg-epp.yaml")]).has_epp()
-    assert read(graphs=[str(examples / "disagg-multinode.yaml")]).has_multinode()
+    lws = {"lws": {"enabled": True}}
+    assert read(graphs=[str(examples / "disagg-multinode.yaml")], cluster=lws).has_multinode()
     # The secret content wins over the path.
     assert read(kubeconfigPath=str(path)).kubeconfig == "apiVersion: v1"
 
