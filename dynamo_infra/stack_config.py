@@ -72,6 +72,8 @@ class StackConfig:
     # identity, see `dynamo_infra.render.rbac`) and context; "" and None: the platform's are used.
     graph_kubeconfig: str = field(default="", repr=False)
     graph_context: str | None = None
+    # A graph creates or uses claims (seen in the render `read_graphs` makes of each graph).
+    claims: bool = False
 
     @property
     def graphs_context(self) -> str | None:
@@ -88,7 +90,7 @@ class StackConfig:
         agent = read_agent(config)
         kubeconfig_key, content = read_kubeconfig(config) if kubeconfig else (key("kubeconfig"), "")
         graph_content = read_kubeconfig(config, GRAPH_PREFIX, required=False)[1] if kubeconfig else ""
-        graphs = read_graphs(config, cluster)
+        graphs, claims = read_graphs(config, cluster)
         return cls(
             kubeconfig=content,
             kubeconfig_key=kubeconfig_key,
@@ -101,15 +103,13 @@ class StackConfig:
             agent=agent,
             graph_kubeconfig=graph_content,
             graph_context=config.get(f"{GRAPH_PREFIX}Context"),
+            claims=claims,
         )
 
     def keeps_namespace(self) -> bool:
         """Whether the namespace outlives the stack: a graph creates or uses claims, whose data is kept
         (claims the stack did not create always; those it did unless opted in)."""
-        namespace = self.cluster.namespace
-        return any(
-            r.pvcs or r.required_pvcs for r in (render_graph(d, self.cluster, namespace) for d in self.graphs)
-        )
+        return self.claims
 
     def has_epp(self) -> bool:
         """A graph has an EPP component (its namespace then needs the EPP service account)."""
@@ -164,26 +164,29 @@ def read_kubeconfig(config: ConfigReader, prefix: str = "", *, required: bool = 
     return key(f"{name}Path"), connection.with_absolute_paths(path.read_text(), path.parent.resolve())
 
 
-def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[AnyDGD, ...]:
+def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[AnyDGD, ...], bool]:
     """The graph files, each admitted as the operator's webhook would with the stack's cluster options
     (unless `cluster.admission` is off) and rendered once: what the webhook or the operator's
     controllers would refuse (a multinode component with no orchestrator, a feature the cluster lacks,
     a derived name the API server would reject: `render.name_check`) fails here, naming the file and
-    the field, before the program declares anything."""
+    the field, before the program declares anything. With the graphs: whether one creates or uses
+    claims."""
     graphs = []
+    claims = False
     for i, source in enumerate(config.get_object("graphs") or []):
         try:
             dgd = load_graph(str(source), admission=cluster.admission.enabled)
             try:
                 if cluster.admission.enabled:
                     review_graph(dgd, cluster, cluster.namespace).raise_denied()
-                render_graph(dgd, cluster, cluster.namespace)
+                rendered = render_graph(dgd, cluster, cluster.namespace)
             except DynamoValidationError as e:
                 raise e.with_source(str(source)) from None
             graphs.append(dgd)
+            claims = claims or bool(rendered.pvcs or rendered.required_pvcs)
         except DynamoValidationError as e:
             raise StackConfigError(str(e if e.source else e.with_prefix(key(f"graphs[{i}]")))) from None
-    return tuple(graphs)
+    return tuple(graphs), claims
 
 
 def read_autoscalers(config: ConfigReader, graphs: tuple[AnyDGD, ...]) -> dict[str, dict[str, Autoscaler]]:
