@@ -46,7 +46,8 @@ def test_every_data_file_is_listed_with_its_size_and_hash() -> None:
 def test_every_upstream_file_names_its_commit() -> None:
     for path, (_, _, upstream) in listed().items():
         if not path.endswith("/README.md"):
-            assert re.match(r"^(\S+@[0-9a-f]{40}|[0-9a-f]{12,40})\s+\S", upstream), f"{path}: {upstream!r}"
+            pinned = r"^(\S+@[0-9a-f]{40}|[0-9a-f]{12,40}|pypi:\S+==\S+)\s+\S"
+            assert re.match(pinned, upstream), f"{path}: {upstream!r}"
 
 
 def test_tests_read_nothing_beside_the_repository() -> None:
