@@ -5,37 +5,15 @@ from __future__ import annotations
 
 import re
 
-# An image tag that names a runtime version: optional v/V, then strict SemVer 2.0.
-_IMAGE_TAG = re.compile(
-    r"[vV]?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)"
-    r"(?:-((?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9][0-9]*|[0-9]*[A-Za-z-][0-9A-Za-z-]*))*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-)
+from dynamo_infra.api.releases import MAX_UINT64, image_tag, image_version
+
+__all__ = ["image_tag", "image_version", "is_loose_semver", "runtime_version_override_required"]
+
 # Masterminds `NewVersion` (coercing): v, 1 to 3 numbers, prerelease, build metadata.
 _LOOSE = re.compile(
     r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
 )
-# Version numbers are uint64 in Go.
-_MAX_UINT64 = 2**64 - 1
 _IDENTIFIER = re.compile(r"[0-9A-Za-z-]+")
-
-
-def image_tag(image: str) -> str:
-    """The tag of an image reference ("" when it has none); a digest is ignored."""
-    ref = image.strip().split("@", 1)[0]
-    colon = ref.rfind(":")
-    return ref[colon + 1 :] if colon > ref.rfind("/") else ""
-
-
-def image_version(image: str) -> tuple[int, int, int] | None:
-    """The runtime version an image tag names (`runtime:v1.2.3-cuda13` -> (1, 2, 3)), else None."""
-    m = _IMAGE_TAG.fullmatch(image_tag(image).strip())
-    if m is None:
-        return None
-    numbers = tuple(int(g) for g in m.groups()[:3])
-    if any(n > _MAX_UINT64 for n in numbers):
-        return None
-    return numbers[0], numbers[1], numbers[2]
 
 
 def runtime_version_override_required(image: str, override: str | None) -> bool:
@@ -49,7 +27,7 @@ def is_loose_semver(value: str) -> bool:
     if m is None:
         return False
     numbers = [m.group(1), (m.group(2) or ".0")[1:], (m.group(3) or ".0")[1:]]
-    if any(int(n) > _MAX_UINT64 for n in numbers):
+    if any(int(n) > MAX_UINT64 for n in numbers):
         return False
     prerelease, metadata = m.group(5), m.group(8)
     if prerelease and not all(
