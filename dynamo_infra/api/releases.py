@@ -111,6 +111,11 @@ RUNTIME_VERSION_IN_WORKER_HASH = Gate(
     "RuntimeVersionInWorkerHash", V1_5_0, "a new runtime release starts a new worker generation"
 )
 
+# Dynamo's injection moves from `main` to a `runtime` native-sidecar init container (sidecar mode).
+# The 1.6 operator applies it whatever the version; gated here so a `runtime` init container of an
+# older runtime keeps rendering as at our pin (DESIGN decision 14).
+RUNTIME_SIDECAR = Gate("RuntimeSidecar", V1_6_0, "first release whose operator has sidecar mode")
+
 # Every gate, in release order: the one table the render and admission modules consult.
 GATES: tuple[Gate, ...] = (
     CANARY_HEALTH_CHECKS,
@@ -118,6 +123,7 @@ GATES: tuple[Gate, ...] = (
     NATIVE_RUST_EPP,
     RUNTIME_VERSION_IN_WORKER_HASH,
     PLANNER_DGD_COMPONENT_STATUS,
+    RUNTIME_SIDECAR,
 )
 
 

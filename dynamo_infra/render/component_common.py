@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dynamo_infra.api import Problem, v1beta1
+from dynamo_infra.api.admission.sidecar import SIDECAR_RESTART_POLICY
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render.context import (
     DISCOVERY_ETCD,
@@ -25,6 +26,10 @@ DEFAULT_RESTART_POLICY = "Always"
 # Dynamo system server (health, metrics) port, exposed by the Service of non-frontend components.
 SYSTEM_PORT = 9090
 SYSTEM_PORT_NAME = "system"
+# Sidecar mode: the runtime's probes watch only its own HTTP server, never the engine's model loading.
+SIDECAR_STARTUP = {"periodSeconds": 2, "timeoutSeconds": 1, "failureThreshold": 30}
+SIDECAR_LIVENESS = {"periodSeconds": 5, "timeoutSeconds": 4, "failureThreshold": 3}
+SIDECAR_READINESS = {"periodSeconds": 5, "timeoutSeconds": 4, "failureThreshold": 3}
 
 
 def field_env(name: str, path: str) -> Manifest:
@@ -45,13 +50,34 @@ def common_env(ctx: ComponentContext, component_type: str | None = None) -> list
     if ctx.discovery_backend != DISCOVERY_ETCD:
         env.append({"name": "DYN_DISCOVERY_BACKEND", "value": DISCOVERY_KUBERNETES})
     if ctx.discovery_mode == DISCOVERY_MODE_CONTAINER:
-        env.append({"name": "CONTAINER_NAME", "value": MAIN_CONTAINER})
+        env.append({"name": "CONTAINER_NAME", "value": ctx.runtime_container})
         env.append({"name": "DYN_KUBE_DISCOVERY_MODE", "value": DISCOVERY_MODE_CONTAINER})
     return env
 
 
 def common_container(ctx: ComponentContext) -> Manifest:
     return {"name": MAIN_CONTAINER, "command": list(DEFAULT_COMMAND), "env": common_env(ctx)}
+
+
+def runtime_sidecar_container(ctx: ComponentContext) -> Manifest:
+    """dynamoSidecarBaseContainer: the defaults of sidecar mode's `runtime` init container (no command:
+    the image's entrypoint runs); engine health, canaries and NIXL telemetry stay with the engine."""
+    env = [
+        *common_env(ctx),
+        {"name": "DYN_SYSTEM_ENABLED", "value": "true"},
+        {"name": "DYN_SYSTEM_PORT", "value": str(SYSTEM_PORT)},
+    ]
+    if ctx.worker_hash:
+        env.append({"name": "DYN_NAMESPACE_WORKER_SUFFIX", "value": ctx.worker_hash})
+    return {
+        "name": ctx.runtime_container,
+        "env": env,
+        "ports": [{"name": SYSTEM_PORT_NAME, "containerPort": SYSTEM_PORT, "protocol": "TCP"}],
+        "restartPolicy": SIDECAR_RESTART_POLICY,
+        "livenessProbe": http_probe("/live", SYSTEM_PORT_NAME, **SIDECAR_LIVENESS),
+        "readinessProbe": http_probe("/health", SYSTEM_PORT_NAME, **SIDECAR_READINESS),
+        "startupProbe": http_probe("/live", SYSTEM_PORT_NAME, **SIDECAR_STARTUP),
+    }
 
 
 def base_pod_spec() -> Manifest:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from dynamo_infra.api import v1beta1
+from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import names
@@ -134,6 +135,16 @@ class ComponentContext:
             if c.get("name") == name:
                 return dict(c)
         return None
+
+    @property
+    def runtime_sidecar(self) -> Manifest | None:
+        """Sidecar mode: the user's `runtime` init container that hosts Dynamo's runtime, else None."""
+        return sidecar.runtime_sidecar(self.template_spec, self.spec.get("runtimeVersionOverride"))
+
+    @property
+    def runtime_container(self) -> str:
+        """The container Dynamo injects into: `runtime` in sidecar mode, else `main`."""
+        return sidecar.runtime_container(self.template_spec, self.spec.get("runtimeVersionOverride"))
 
     @property
     def discovery_backend(self) -> str:

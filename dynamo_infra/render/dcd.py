@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynamo_infra.api import kube, v1beta1
+from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import epp, gojson, kvtransfer, names
@@ -42,17 +43,40 @@ def _set_main(template: Manifest, main: Manifest) -> None:
 
 
 def _template_defaults(g: GraphContext, component: v1beta1.Component, template: Manifest) -> None:
-    """applyDGDTemplateDefaults: DGD env under main's, KV policy, propagated metadata."""
+    """applyDGDTemplateDefaults: DGD env under main's, KV policy, propagated metadata (sidecar mode:
+    the env under the runtime container's too, the KV policy on it instead of main)."""
     meta = template.setdefault("metadata", {})
     if g.dgd.spec.env:
         main = _ensure_main(template)
         _set_main(template, {**main, "env": merge_env(g.dgd.spec.env, main.get("env"))})
+    runtime = sidecar.runtime_container(template.get("spec"), component.runtime_version_override)
     policy = kvtransfer.policy_of(g.dgd)
-    if policy and component.is_worker:
+    if runtime != MAIN_CONTAINER:
+        _template_sidecar_defaults(g, template, runtime, policy if component.is_worker else None)
+    elif policy and component.is_worker:
         main = _ensure_main(template)
         main, spec = kvtransfer.apply_to_main(main, template["spec"], policy)
         template["spec"] = spec
         _set_main(template, main)
+    _propagate_metadata(g, meta)
+
+
+def _template_sidecar_defaults(
+    g: GraphContext, template: Manifest, runtime: str, policy: Manifest | None
+) -> None:
+    """Sidecar mode: the graph's env also under the runtime init container's, the KV policy on it alone."""
+    init = template["spec"]["initContainers"]
+    i = next(i for i, c in enumerate(init) if c.get("name") == runtime)
+    container = dict(init[i])
+    if g.dgd.spec.env:
+        container["env"] = merge_env(g.dgd.spec.env, container.get("env"))
+    if policy:
+        container, template["spec"] = kvtransfer.apply_to_main(container, template["spec"], policy)
+        init = template["spec"]["initContainers"]
+    init[i] = container
+
+
+def _propagate_metadata(g: GraphContext, meta: Manifest) -> None:
     annotations = dict(meta.get("annotations") or {})
     for key in names.PROPAGATED_ANNOTATIONS:
         if key in g.annotations and key not in annotations:

@@ -6,10 +6,13 @@ import dataclasses
 import re
 
 from dynamo_infra.api import DynamoValidationError, Problem
+from dynamo_infra.api.admission.sidecar import sidecar_problems
+from dynamo_infra.api.errors import join_path
 from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env, merge_override
 from dynamo_infra.render import checkpoint, failover, gms
 from dynamo_infra.render.backend import Backend, component_backend
+from dynamo_infra.render.component_common import runtime_sidecar_container
 from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.frontend import frontend_container
@@ -201,10 +204,18 @@ def placement(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN)
 
 
 def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
-    """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets)."""
+    """GenerateBasePodSpec: the pod spec of one role of a component (before pull secrets).
+
+    In sidecar mode (`ctx.runtime_sidecar`) Dynamo's container defaults, infrastructure env, ports
+    and probes go to the `runtime` init container; `main` is the engine as the user wrote it, plus
+    the compilation cache, the backend's engine settings and /dev/shm.
+    """
+    sidecar = ctx.runtime_sidecar is not None
+    if sidecar:
+        check_runtime_sidecar(ctx)
     ctype = defaults_for(ctx.type)
     backend = component_backend(ctx)
-    container = ctype.container(ctx)
+    container = {"name": MAIN_CONTAINER} if sidecar else ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:
         container = merge_container(container, user_main)
@@ -215,7 +226,8 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
         cache = {**ctx.spec["compilationCache"], "mountPath": cache_path}
         ctx = dataclasses.replace(ctx, spec={**ctx.spec, "compilationCache": cache})
     validate_mounts(ctx, container)
-    container = with_standard_env(ctx, container)
+    if not sidecar:
+        container = with_standard_env(ctx, container)
     sidecar_mounts = list(container.get("volumeMounts") or [])
     container = backend.container(ctx, container, where)
     restoring = restores_from_checkpoint(ctx)
@@ -232,7 +244,11 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     if cache_path:
         pod = with_compilation_cache_volume(ctx, pod, str(cache_pvc))
     pod, container = with_shared_memory(pod, container, ctx.spec.get("sharedMemorySize"))
+    if sidecar and not container.get("env"):
+        container.pop("env", None)
     pod["containers"] = [container, *sidecars]
+    if sidecar:
+        pod = with_runtime_sidecar(ctx, pod)
     if ctx.spec.get("frontendSidecar"):
         pod = with_frontend_sidecar(ctx, pod, str(ctx.spec["frontendSidecar"]), sidecar_mounts)
     pod = backend.pod_spec(ctx, pod, where)
@@ -244,6 +260,25 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     if checkpoint.restores_in_template(ctx):
         pod = checkpoint.restore_pod_spec(ctx, pod)
     return pod
+
+
+def check_runtime_sidecar(ctx: ComponentContext) -> None:
+    """The webhook's sidecar rules, rechecked at render (components that bypassed admission)."""
+    problems = sidecar_problems(
+        ctx.spec, ctx.name, lambda *parts: join_path(f"components[{ctx.name}]", *parts)
+    )
+    if problems:
+        raise DynamoValidationError(problems)
+
+
+def with_runtime_sidecar(ctx: ComponentContext, pod: Manifest) -> Manifest:
+    """mergeDynamoSidecarDefaults: Dynamo's defaults under the user's `runtime` init container."""
+    init = list(pod.get("initContainers") or [])
+    for i, c in enumerate(init):
+        if c.get("name") == ctx.runtime_container:
+            init[i] = with_standard_env(ctx, merge_container(runtime_sidecar_container(ctx), c))
+            return {**pod, "initContainers": init}
+    raise _problem(ctx, "podTemplate.spec.initContainers", f"{ctx.runtime_container!r} is missing")
 
 
 def restores_from_checkpoint(ctx: ComponentContext) -> bool:

@@ -13,8 +13,10 @@ from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.gpus import gpu_count
 from dynamo_infra.api.admission.paths import At
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
+from dynamo_infra.api.admission.sidecar import RUNTIME_CONTAINER, runtime_image, sidecar_problems
 from dynamo_infra.api.common import MAIN_CONTAINER
 from dynamo_infra.api.errors import Problem
+from dynamo_infra.api.manifest import Manifest
 
 GMS_INTER_POD = "InterPod"
 # The API group EPP components need served (the Gateway API Inference Extension).
@@ -95,10 +97,14 @@ def component_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list
         out.append(field.required(at("eppConfig", "configMapRef", "name"), "is required"))
     if c.frontend_sidecar is not None:
         out += _sidecar_problems(c, c.frontend_sidecar, at)
+    runtime = _runtime_sidecar_spec(c)
+    if runtime is not None:
+        out += sidecar_problems(runtime, str(getattr(c, "name", None) or ""), at)
     if c.experimental is not None:
         out += experimental_problems(c, c.experimental, at, scope.features)
     if scope.runtime_version:
-        image, image_at = main_image(c, at)
+        located = runtime_image(runtime, at) if runtime is not None else None
+        image, image_at = located or main_image(c, at)
         if not image:
             out.append(field.required(image_at, "is required"))
         elif not scope.allow_missing_override and runtime_version_override_required(
@@ -106,6 +112,14 @@ def component_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list
         ):
             out.append(field.required(at("runtimeVersionOverride"), RUNTIME_VERSION_OVERRIDE_REQUIRED))
     return out
+
+
+def _runtime_sidecar_spec(c: v1beta1.ComponentFields) -> Manifest | None:
+    """The component's wire spec when it has a `runtime` init container (sidecar mode may apply)."""
+    spec = (c.pod_template.spec if c.pod_template else None) or {}
+    if not any(x.get("name") == RUNTIME_CONTAINER for x in spec.get("initContainers") or []):
+        return None
+    return c.to_wire()
 
 
 def _epp_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list[Problem]:
