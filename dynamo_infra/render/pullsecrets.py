@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest
 
 # Secret type and data key of a docker config secret.
@@ -56,6 +57,10 @@ def matching(images: Iterable[str], secrets: Sequence[PullSecret]) -> list[str]:
 def with_pull_secrets(pod_spec: Manifest, secrets: Sequence[PullSecret]) -> Manifest:
     """The pod spec with matching secrets appended to `imagePullSecrets` (no duplicates)."""
     images = [c["image"] for c in pod_spec.get("containers") or [] if c.get("image")]
+    runtime = sidecar.runtime_sidecar(pod_spec, None)
+    if runtime is not None:
+        # Sidecar mode: the runtime init container's image is pulled with the pod's secrets too.
+        images.append(str(runtime["image"]))
     current = list(pod_spec.get("imagePullSecrets") or [])
     names = {r.get("name") for r in current}
     extra = [{"name": n} for n in matching(images, secrets) if n not in names]

@@ -15,6 +15,7 @@ from dynamo_infra.api import DynamoValidationError, admission, v1beta1
 from dynamo_infra.api.loader import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
+from dynamo_infra.render.pullsecrets import PullSecret
 from tests.conftest import CORPUS
 
 SIDECAR = CORPUS / "graphs-1.6" / "sidecar"
@@ -333,3 +334,11 @@ def test_kv_transfer_policy_goes_to_the_runtime_not_the_engine() -> None:
     assert not any(m["name"] == "topology-labels" for m in main.get("volumeMounts") or [])
     assert "DYN_KV_TRANSFER_DOMAIN" not in env(main)
     assert any(v["name"] == "topology-labels" for v in spec["volumes"])
+
+
+def test_runtime_sidecar_image_gets_its_pull_secret() -> None:
+    text = GRAPH.replace("dynamo-sidecar:1.6.0", "registry.example/dynamo-sidecar:1.6.0")
+    secrets = [PullSecret("runtime-pull", frozenset({"registry.example"}))]
+    rendered = render_graph(graph(text), None, NAMESPACE, pull_secrets=secrets)
+    deployment = next(o for o in rendered.components["worker"].objects if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "runtime-pull"}]
