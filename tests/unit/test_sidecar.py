@@ -342,3 +342,24 @@ def test_runtime_sidecar_image_gets_its_pull_secret() -> None:
     rendered = render_graph(graph(text), None, NAMESPACE, pull_secrets=secrets)
     deployment = next(o for o in rendered.components["worker"].objects if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["imagePullSecrets"] == [{"name": "runtime-pull"}]
+
+
+def test_v1alpha1_problems_name_the_field_the_user_wrote() -> None:
+    text = """
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec:
+        initContainers: [{name: runtime, image: 'dynamo-sidecar:1.6.0', restartPolicy: Always}]
+        mainContainer: {image: 'frontend:1.6.0'}
+"""
+    assert problems(load_yaml(text, admission=False).documents[0]) == [
+        (
+            "spec.services.Frontend.extraPodSpec.initContainers[0].name",
+            "Forbidden: is supported only for worker, prefill, and decode components",
+        )
+    ]
