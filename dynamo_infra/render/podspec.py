@@ -210,12 +210,12 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     and probes go to the `runtime` init container; `main` is the engine as the user wrote it, plus
     the compilation cache, the backend's engine settings and /dev/shm.
     """
-    sidecar = ctx.runtime_sidecar is not None
-    if sidecar:
+    sidecar_mode = ctx.runtime_sidecar is not None
+    if sidecar_mode:
         check_runtime_sidecar(ctx)
     ctype = defaults_for(ctx.type)
     backend = component_backend(ctx)
-    container = {"name": MAIN_CONTAINER} if sidecar else ctype.container(ctx)
+    container = {"name": MAIN_CONTAINER} if sidecar_mode else ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:
         container = merge_container(container, user_main)
@@ -226,7 +226,7 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
         cache = {**ctx.spec["compilationCache"], "mountPath": cache_path}
         ctx = dataclasses.replace(ctx, spec={**ctx.spec, "compilationCache": cache})
     validate_mounts(ctx, container)
-    if not sidecar:
+    if not sidecar_mode:
         container = with_standard_env(ctx, container)
     sidecar_mounts = list(container.get("volumeMounts") or [])
     container = backend.container(ctx, container, where)
@@ -244,10 +244,10 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     if cache_path:
         pod = with_compilation_cache_volume(ctx, pod, str(cache_pvc))
     pod, container = with_shared_memory(pod, container, ctx.spec.get("sharedMemorySize"))
-    if sidecar and not container.get("env"):
+    if sidecar_mode and not container.get("env"):
         container.pop("env", None)
     pod["containers"] = [container, *sidecars]
-    if sidecar:
+    if sidecar_mode:
         pod = with_runtime_sidecar(ctx, pod)
     if ctx.spec.get("frontendSidecar"):
         pod = with_frontend_sidecar(ctx, pod, str(ctx.spec["frontendSidecar"]), sidecar_mounts)
