@@ -165,6 +165,8 @@ def experimental_problems(
                     "GPU memory service requires podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu >= 1",
                 )
             )
+        if gms.mode != GMS_INTER_POD:
+            out += _gms_client_problems(c, gms.extra_client_containers or [], at)
     if failover is not None:
         out += _failover_problems(c, failover, gms, at)
     if checkpoint is not None:
@@ -179,6 +181,25 @@ def experimental_problems(
             out.append(field.forbidden(clients_at, "is only supported with gpuMemoryService.mode=IntraPod"))
         if checkpoint.enabled and gms is not None and features is not None and not features.gms_snapshot:
             out.append(field.forbidden(checkpoint_at, GMS_SNAPSHOT_DISABLED))
+    return out
+
+
+def _gms_client_problems(c: v1beta1.ComponentFields, clients: list[str], at: At) -> list[Problem]:
+    """Intra-pod GMS: each extra client names a distinct container of the pod template (PR #12580;
+    1.6-era `shared_v1beta1.go` `validateGPUMemoryServiceSpec`, michaelfeil/dynamo@80b177f2)."""
+    out, seen = [], set()
+    for i, name in enumerate(clients):
+        client_at = at("experimental", "gpuMemoryService", "extraClientContainers", i)
+        if name in seen:
+            out.append(field.duplicate(client_at, Text(name)))
+            continue
+        seen.add(name)
+        if c.pod_template is None or c.pod_template.container(name) is None:
+            out.append(
+                field.invalid(
+                    client_at, Text(name), "does not name a container in podTemplate.spec.containers"
+                )
+            )
     return out
 
 

@@ -16,7 +16,10 @@ from dynamo_infra.api.admission.component import RUNTIME_VERSION_OVERRIDE_REQUIR
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.graph import graph_review
+from dynamo_infra.api.admission.multinode import node_count_update, removes_unsupported_multinode
 from dynamo_infra.api.admission.paths import At, Paths
+from dynamo_infra.api.admission.power import power_limit_update
+from dynamo_infra.api.admission.provider import workload_provider_update
 from dynamo_infra.api.admission.resources import (
     DGDR_OVERRIDE_REQUIRED,
     dcd_review,
@@ -61,10 +64,12 @@ def update_review(
         old = conversion.convert_to(old, type(new))
     if isinstance(new, v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment):
         # The webhook checks what may change only once the new graph itself is valid.
-        base = graph_review(new, features, namespace, creating=False)
+        old_spec = _hub(old, v1beta1.DynamoGraphDeployment).spec
+        base = graph_review(new, features, namespace, creating=False, old=old_spec)
         return base if base.problems else base + _graph_update(old, new)
     if isinstance(new, v1alpha1.DynamoComponentDeployment | v1beta1.DynamoComponentDeployment):
-        return dcd_review(new, features, namespace, creating=False) + _dcd_update(old, new)
+        old_dcd = _hub(old, v1beta1.DynamoComponentDeployment).spec
+        return dcd_review(new, features, namespace, creating=False, old=old_dcd) + _dcd_update(old, new)
     if isinstance(new, v1alpha1.DynamoModel) and isinstance(old, v1alpha1.DynamoModel):
         return model_review(new) + _model_update(old, new)
     if isinstance(new, v1alpha1.DynamoCheckpoint):
@@ -86,7 +91,9 @@ def _graph_update(old: Any, new: Any) -> Review:
     old_components = {c.name: c for c in old_spec.components or []}
     new_names = {c.name for c in new_spec.components or []}
     added, removed = sorted(new_names - set(old_components)), sorted(set(old_components) - new_names)
-    problems: list[Problem] = []
+    problems = workload_provider_update(
+        dict(new.metadata.annotations or {}), dict(old.metadata.annotations or {})
+    )
     if added or removed:
         detail = "component topology is immutable and cannot be modified after creation"
         parts = ([f"components added: {field.go_list(added)}"] if added else []) + (
@@ -95,9 +102,11 @@ def _graph_update(old: Any, new: Any) -> Review:
         problems.append(field.forbidden(paths.spec("components"), f"{detail}: {', '.join(parts)}"))
     for c in new_spec.components or []:
         if c.name in old_components:
+            at = paths.component(c.name)
             problems += component_update(
-                c, old_components[c.name], paths.component(c.name), owner=GRAPH, runtime_version=not alpha
+                c, old_components[c.name], at, owner=GRAPH, runtime_version=not alpha
             )
+            problems += power_limit_update(c, old_components[c.name], at)
     review = _backend_update(
         old_spec.backend_framework, new_spec.backend_framework, paths.spec("backendFramework")
     )
@@ -163,7 +172,9 @@ def component_update(
     ):
         out.append(field.forbidden(at("replicas"), SCALED_BY_ADAPTER))
     multinode = [c.multinode is not None and c.multinode.node_count > 1 for c in (new, old)]
-    if multinode[0] != multinode[1]:
+    if multinode[0] == multinode[1]:
+        out += node_count_update(new, old, at)
+    elif not removes_unsupported_multinode(new, old):
         value = {"nodeCount": new.multinode.node_count} if new.multinode else None
         out.append(
             field.invalid(
