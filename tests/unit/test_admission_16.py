@@ -76,8 +76,8 @@ def create(doc: Resource) -> list[str]:
     return causes(admission.review(doc))
 
 
-def update(old: Resource, new: Resource) -> list[str]:
-    return causes(admission.review_update(old, new, OperatorFeatures()))
+def update(old: Resource, new: Resource, features: OperatorFeatures | None = None) -> list[str]:
+    return causes(admission.review_update(old, new, features or OperatorFeatures()))
 
 
 # --- GPU memory service extra client containers (PR #12580) ---
@@ -274,3 +274,45 @@ def test_multinode_node_count_is_immutable() -> None:
         "spec.components[w].multinode.nodeCount: Invalid value: 3: field is immutable"
     ]
     assert update(old, graph(worker(multinode={"nodeCount": 2}))) == []
+
+
+# --- Checkpoints: explicit worker types only, not with inter-pod GMS or failover ---
+
+
+def checkpointed(**experimental: Any) -> dict[str, Any]:
+    return worker(experimental={"checkpoint": {"enabled": True, "checkpointRef": "snap"}, **experimental})
+
+
+def test_checkpoints_only_on_explicit_worker_components() -> None:
+    at = "spec.components[w].experimental.checkpoint"
+    assert create(graph(checkpointed())) == []
+    untyped = checkpointed()
+    del untyped["type"]
+    assert create(graph(untyped)) == [
+        f"{at}: Forbidden: checkpoint functionality requires component type to be explicitly set to worker, "
+        "prefill, or decode"
+    ]
+    assert create(graph({**checkpointed(), "type": "frontend"})) == [
+        f"{at}: Forbidden: checkpoint functionality is supported only for worker, prefill, and decode components"
+    ]
+    disabled = worker(experimental={"checkpoint": {"enabled": False, "checkpointRef": "snap"}})
+    assert create(graph({**disabled, "type": "frontend"})) == []
+    gated = OperatorFeatures(checkpoint=True)
+    assert update(graph(checkpointed()), graph({**checkpointed(), "type": "frontend"}), gated) == [
+        f"{at}: Forbidden: checkpoint functionality is supported only for worker, prefill, and decode components"
+    ]
+
+
+def test_checkpoints_are_refused_with_inter_pod_gms_and_failover() -> None:
+    at = "spec.components[w].experimental.checkpoint"
+    inter_pod = checkpointed(gpuMemoryService={"mode": "InterPod"})
+    assert f"{at}: Forbidden: Snapshot with gpuMemoryService.mode=InterPod is unsupported" in create(
+        graph(inter_pod)
+    )
+    failover = checkpointed(gpuMemoryService={"mode": "IntraPod"}, failover={"mode": "IntraPod"})
+    assert f"{at}: Forbidden: Snapshot with active/passive failover is temporarily unsupported" in create(
+        graph(failover)
+    )
+    assert not any(
+        "Snapshot with" in c for c in create(graph(checkpointed(gpuMemoryService={"mode": "IntraPod"})))
+    )

@@ -13,6 +13,7 @@ from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.gpus import gpu_count
 from dynamo_infra.api.admission.paths import At
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
+from dynamo_infra.api.admission.snapshot import snapshot_problems
 from dynamo_infra.api.common import MAIN_CONTAINER
 from dynamo_infra.api.errors import Problem
 
@@ -181,6 +182,7 @@ def experimental_problems(
             out.append(field.forbidden(clients_at, "is only supported with gpuMemoryService.mode=IntraPod"))
         if checkpoint.enabled and gms is not None and features is not None and not features.gms_snapshot:
             out.append(field.forbidden(checkpoint_at, GMS_SNAPSHOT_DISABLED))
+        out += snapshot_problems(c, at)
     return out
 
 
