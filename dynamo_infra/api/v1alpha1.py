@@ -16,9 +16,11 @@ from pydantic import Field, model_validator
 from dynamo_infra.api import kubenames
 from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
+    MAX_ROLES,
     BackendFramework,
     CheckpointBase,
     CheckpointIdentity,
+    ComponentRoleBase,
     DGDExperimental,
     Domain,
     EPPConfig,
@@ -28,6 +30,7 @@ from dynamo_infra.api.common import (
     NonEmpty,
     NonNegInt32,
     PosInt32,
+    ProviderOverride,
     Quantity,
     QuantityString,
     ReplicaStatus,
@@ -36,6 +39,7 @@ from dynamo_infra.api.common import (
     RuntimeVersion,
     TopologyConstraint,
     check_min_available,
+    default_role_replicas,
 )
 from dynamo_infra.api.errors import Problem, join_path
 from dynamo_infra.api.manifest import Manifest
@@ -196,6 +200,13 @@ class ExtraPodMetadata(ApiModel):
     labels: dict[str, str] | None = None
 
 
+class ComponentRole(ComponentRoleBase):
+    """One role of a compound component (1.6-era `api/v1alpha1/common.go@80b177f2` ComponentRoleSpec);
+    its `podTemplate` is a Kubernetes PodTemplateSpec checked by the CRD schema."""
+
+    pod_template: Manifest | None = None
+
+
 class ComponentSpec(ApiModel):
     """One entry of `spec.services` (the operator's DynamoComponentDeploymentSharedSpec)."""
 
@@ -230,10 +241,20 @@ class ComponentSpec(ApiModel):
     checkpoint: Checkpoint | None = None
     topology_constraint: TopologyConstraint | None = None
     runtime_version_override: RuntimeVersion | None = None
+    roles: Annotated[list[ComponentRole], Field(max_length=MAX_ROLES)] | None = None
+    provider_override: ProviderOverride | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_defaults(cls, data: Any) -> Any:
+        return default_role_replicas(data)
 
     @model_validator(mode="after")
     def _min_available(self) -> ComponentSpec:
         check_min_available(self.min_available, self.replicas)
+        names = [r.name for r in self.roles or []]
+        if len(set(names)) != len(names):
+            raise ValueError("roles: role names must be unique")
         return self
 
 
@@ -250,6 +271,7 @@ class GraphTopologyConstraint(ApiModel):
 
 
 class DynamoGraphDeploymentSpec(ApiModel):
+    provider_override: ProviderOverride | None = None
     services: dict[str, ComponentSpec] | None = None
     envs: list[Manifest] | None = None
     backend_framework: BackendFramework | None = None
