@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from dynamo_infra.api.base import ApiModel
-from dynamo_infra.api.errors import QUANTITY_PATTERN
+from dynamo_infra.api.errors import QUANTITY_PATTERN, Problem, join_path
 from dynamo_infra.api.manifest import Manifest
 
 GROUP = "nvidia.com"
@@ -66,6 +66,28 @@ GROVE_PROVIDER_API_VERSION = "grove.io/v1alpha1"
 PROVIDER_TARGET_GRAPH = "PodCliqueSet"
 PROVIDER_TARGET_CLIQUE = "PodCliqueTemplateSpec"
 PROVIDER_TARGET_SCALING_GROUP = "PodCliqueScalingGroupConfig"
+
+# The DGD-only component type whose Pods an operator-generated LPXGraphDeployment owns (1.6-era
+# `api/v1beta1/lpx_types.go@86e34d1e`); its configuration block has the same name.
+LPX = "lpx"
+LPX_REFUSED = (
+    "LPX components need the Dynamo operator's LPX controller (it runs them through an "
+    "operator-generated LPXGraphDeployment); dynamo-infra does not render LPX graphs"
+)
+
+
+def lpx_problems(components: list[tuple[tuple[str | int, ...], Any]], type_key: str) -> list[Problem]:
+    """One problem per component (at its path) that is of type `lpx` or has an `lpx` block."""
+    out: list[Problem] = []
+    for at, component in components:
+        if not isinstance(component, dict):
+            continue
+        if component.get(type_key) == LPX:
+            out.append(Problem(join_path(*at, type_key), f"{type_key} lpx: {LPX_REFUSED}"))
+        elif LPX in component:
+            out.append(Problem(join_path(*at, LPX), LPX_REFUSED))
+    return out
+
 
 ComponentKind = Literal["PodClique", "PodCliqueScalingGroup", "Deployment", "LeaderWorkerSet"]
 DGDState = Literal["initializing", "pending", "successful", "failed"]

@@ -40,6 +40,7 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
     check_min_available,
     default_role_replicas,
+    lpx_problems,
 )
 from dynamo_infra.api.errors import Problem, join_path
 from dynamo_infra.api.manifest import Manifest
@@ -305,16 +306,27 @@ class DynamoGraphDeployment(V1alpha1Resource):
     status: DynamoGraphDeploymentStatus | None = None
 
     @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        services = _services(data)
+        return lpx_problems([(("spec", "services", k), s) for k, s in services.items()], "componentType")
+
+    @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
         """Each `spec.services` key becomes the component's name (the CRD leaves keys unchecked)."""
-        services = (data.get("spec") or {}).get("services") if isinstance(data, dict) else None
-        keys = services if isinstance(services, dict) else {}
+        keys = _services(data)
         out = [
             Problem(join_path("spec", "services", str(key)), f"service name {key!r} {why}")
             for key in keys
             if (why := kubenames.COMPONENT_NAME.broken(str(key)))
         ]
         return out + super()._extra_problems(data, lenient=lenient)
+
+
+def _services(data: Any) -> dict[str, Any]:
+    """`spec.services` of a wire DGD when it is a mapping (else empty: the model reports its type)."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    services = spec.get("services") if isinstance(spec, dict) else None
+    return {str(k): v for k, v in services.items()} if isinstance(services, dict) else {}
 
 
 class DynamoComponentDeploymentSpec(ComponentSpec):
@@ -334,6 +346,11 @@ class DynamoComponentDeployment(V1alpha1Resource):
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
+
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        return lpx_problems([(("spec",), spec)], "componentType")
 
 
 class CheckpointJobSpec(ApiModel):

@@ -35,7 +35,9 @@ from dynamo_infra.api.common import (
     TopologyConstraint,
     check_min_available,
     default_role_replicas,
+    lpx_problems,
 )
+from dynamo_infra.api.errors import Problem
 from dynamo_infra.api.manifest import Manifest
 
 API_VERSION: Final = "nvidia.com/v1beta1"
@@ -262,6 +264,13 @@ class DynamoGraphDeployment(V1beta1Resource):
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
 
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        comps = spec.get("components") if isinstance(spec, dict) else None
+        items = list(enumerate(comps)) if isinstance(comps, list) else []
+        return lpx_problems([(("spec", "components", i), c) for i, c in items], "type")
+
     def component(self, name: str) -> Component:
         for c in self.spec.components or []:
             if c.name == name:
@@ -288,6 +297,11 @@ class DynamoComponentDeployment(V1beta1Resource):
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
+
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        return lpx_problems([(("spec",), spec)], "type")
 
 
 class DGDRef(ApiModel):

@@ -188,3 +188,102 @@ def test_annotation_constants() -> None:
     assert WORKLOAD_PROVIDER_ANNOTATION == "nvidia.com/workload-provider"
     assert {"component", "grove"} == WORKLOAD_PROVIDERS
     assert GPU_POWER_LIMIT_ANNOTATION == "dynamo.nvidia.com/gpu-power-limit"
+
+
+LPX_DGD = """
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  components:
+  - name: Frontend
+    type: frontend
+  - name: Agent
+    type: lpx
+    lpx: {buildId: b}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        (LPX_DGD, "spec.components[1].type"),
+        (LPX_DGD.replace("    type: lpx\n", ""), "spec.components[1].lpx"),
+        (
+            "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+            "spec: {services: {Agent: {componentType: lpx, lpx: {buildId: b}}}}\n",
+            "spec.services.Agent.componentType",
+        ),
+        (
+            "apiVersion: nvidia.com/v1beta1\nkind: DynamoComponentDeployment\nmetadata: {name: g}\n"
+            "spec: {name: a, lpx: {buildId: b}}\n",
+            "spec.lpx",
+        ),
+    ],
+)
+def test_lpx_is_refused_with_what_it_needs(text: str, path: str) -> None:
+    with pytest.raises(DynamoValidationError) as e:
+        load_yaml(text)
+    [problem] = e.value.problems
+    assert problem.path == path
+    assert "LPX controller" in problem.message and "LPXGraphDeployment" in problem.message
+    assert "dynamo-infra does not render LPX graphs" in problem.message
+    assert "unknown field" not in problem.message
+
+
+def test_non_nullable_nulls_are_pruned_before_validation() -> None:
+    text = """
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  annotations: null
+  components:
+  - name: Worker
+    type: worker
+    replicas: null
+    roles: null
+    podTemplate:
+      metadata: null
+      spec:
+        initContainers: null
+        containers:
+        - {name: main, image: "img:1.6.0", env: null, command: null}
+"""
+    g = load_yaml(text, admission=False).graphs[0]
+    assert isinstance(g, v1beta1.DynamoGraphDeployment)
+    worker = g.component("Worker")
+    assert worker.replicas is None and worker.roles is None
+    assert worker.pod_template and worker.pod_template.spec == {
+        "containers": [{"name": "main", "image": "img:1.6.0"}]
+    }
+    assert "annotations" not in g.to_manifest()["spec"]
+
+
+def test_containers_null_is_the_missing_required_list() -> None:
+    text = """
+apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: g}
+spec:
+  components:
+  - name: Frontend
+    type: frontend
+    podTemplate: {spec: {containers: null}}
+"""
+    with pytest.raises(DynamoValidationError) as e:
+        load_yaml(text, admission=False)
+    [problem] = e.value.problems
+    assert (problem.path, problem.message) == (
+        "spec.components[0].podTemplate.spec.containers",
+        "required field is missing",
+    )
+
+
+@pytest.mark.parametrize("version", ["v1alpha1", "v1beta1"])
+@pytest.mark.parametrize("kind", ["DynamoGraphDeployment", "DynamoComponentDeployment"])
+def test_string_spec_is_a_field_error(kind: str, version: str) -> None:
+    text = f"apiVersion: nvidia.com/{version}\nkind: {kind}\nmetadata: {{name: g}}\nspec: x\n"
+    with pytest.raises(DynamoValidationError) as e:
+        load_yaml(text)
+    assert [(p.path, p.message) for p in e.value.problems] == [("spec", "must be a mapping (got string)")]
