@@ -25,10 +25,12 @@ from dynamo_infra.api.admission.legacy import (
     invalid_vllm_backend,
 )
 from dynamo_infra.api.admission.multinode import multinode_type_problems
+from dynamo_infra.api.admission.override import COMPONENT, GROVE, graph_override_problems
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.admission.power import power_limit_problems
 from dynamo_infra.api.admission.provider import workload_provider_problems
 from dynamo_infra.api.admission.review import Review
+from dynamo_infra.api.admission.roles import planner_runtime_problems
 from dynamo_infra.api.admission.runtimeversion import is_loose_semver
 from dynamo_infra.api.errors import Problem
 
@@ -79,6 +81,11 @@ def graph_review(
             features, grove, inference_pool=True, runtime_version=runtime, allow_missing_override=False
         )
         old_components = {c.name: c for c in (old.components or [])} if old is not None else {}
+        # The workload provider the operator's defaulting webhook selects (unknown at load).
+        provider = None if grove is None else GROVE if grove else COMPONENT
+        component_at = {c.name: paths.component(c.name) for c in hub.spec.components or []}
+        problems += graph_override_problems(hub.spec, paths.spec, component_at, provider)
+        problems += planner_runtime_problems(hub.spec, component_at)
         for c in hub.spec.components or []:
             at = paths.component(c.name)
             problems += component_problems(c, at, scope)

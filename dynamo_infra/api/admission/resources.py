@@ -9,6 +9,7 @@ from dynamo_infra.api.admission.elastic import elastic_ep_problems
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.legacy import Legacy, both_views, dynamo_namespace, has_legacy_fields
 from dynamo_infra.api.admission.multinode import multinode_type_problems
+from dynamo_infra.api.admission.override import dcd_override_problems
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.admission.review import Review
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
@@ -60,6 +61,7 @@ def dcd_review(
         problems += elastic_ep_problems(hub.spec.backend_framework, hub.spec, paths.dcd())
         problems += component_problems(hub.spec, paths.dcd(), scope)
         problems += multinode_type_problems(hub.spec, old, paths.dcd())
+        problems += dcd_override_problems(hub.spec, paths.dcd())
     legacy = Legacy(runtime_version=alpha and creating, allow_missing_override=True)
     if view is not None and (legacy.runtime_version or has_legacy_fields(view.spec, graph=False)):
         ns = namespace if namespace is not None else dcd.metadata.namespace or ""

@@ -17,6 +17,12 @@ from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.graph import graph_review
 from dynamo_infra.api.admission.multinode import node_count_update, removes_unsupported_multinode
+from dynamo_infra.api.admission.override import (
+    SCOPE_ROOT,
+    component_overrides_update,
+    force_scaling_group_update,
+    override_update,
+)
 from dynamo_infra.api.admission.paths import At, Paths
 from dynamo_infra.api.admission.power import power_limit_update
 from dynamo_infra.api.admission.provider import workload_provider_update
@@ -31,6 +37,7 @@ from dynamo_infra.api.admission.resources import (
     search_invalid,
 )
 from dynamo_infra.api.admission.review import Review
+from dynamo_infra.api.admission.roles import has_role_pod_templates, role_override_required, roles_update
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
 from dynamo_infra.api.base import Resource
 from dynamo_infra.api.errors import Problem
@@ -93,6 +100,12 @@ def _graph_update(old: Any, new: Any) -> Review:
     added, removed = sorted(new_names - set(old_components)), sorted(set(old_components) - new_names)
     problems = workload_provider_update(
         dict(new.metadata.annotations or {}), dict(old.metadata.annotations or {})
+    )
+    problems += override_update(
+        new_spec.provider_override,
+        old_spec.provider_override,
+        lambda *p: paths.spec("providerOverride", *p),
+        SCOPE_ROOT,
     )
     if added or removed:
         detail = "component topology is immutable and cannot be modified after creation"
@@ -172,8 +185,10 @@ def component_update(
     ):
         out.append(field.forbidden(at("replicas"), SCALED_BY_ADAPTER))
     multinode = [c.multinode is not None and c.multinode.node_count > 1 for c in (new, old)]
+    out += component_overrides_update(new, old, at)
     if multinode[0] == multinode[1]:
         out += node_count_update(new, old, at)
+        out += roles_update(new, old, at)
     elif not removes_unsupported_multinode(new, old):
         value = {"nodeCount": new.multinode.node_count} if new.multinode else None
         out.append(
@@ -188,7 +203,11 @@ def component_update(
         pack = {"packDomain": tc.pack_domain} if tc else None
         out.append(field.invalid(at("topologyConstraint"), pack, _recreate("topology constraints", owner)))
     out += _experimental_update(new.experimental, old.experimental, at, owner)
-    if runtime_version:
+    out += force_scaling_group_update(new, old, at, owner)
+    if runtime_version and has_role_pod_templates(new):
+        if not allow_missing_override and role_override_required(new, old):
+            out.append(field.required(at("runtimeVersionOverride"), RUNTIME_VERSION_OVERRIDE_REQUIRED))
+    elif runtime_version:
         (image, image_at), (old_image, _) = main_image(new, at), main_image(old, at)
         changed = image != old_image or new.runtime_version_override != old.runtime_version_override
         if not image and old_image:
