@@ -55,7 +55,7 @@ class WireModel(BaseModel):
         `DynamoWarning`s (never silently). `kube_schema=False` skips the CRD-schema check of
         Kubernetes sub-objects (for data built from an already validated object).
         """
-        problems = json_problems(data)
+        problems = json_problems(data) or cls._refused(data)
         if problems:
             raise DynamoValidationError(problems)
         problems = _model_problems(cls, data)
@@ -69,6 +69,11 @@ class WireModel(BaseModel):
         if lenient and unknown:
             warn_unknown(unknown)
         return cls.model_validate(data)
+
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        """What is refused before any other check: a whole feature dynamo-infra does not serve."""
+        return []
 
     @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
@@ -287,6 +292,15 @@ class Resource(ApiModel):
     @property
     def name(self) -> str:
         return self.metadata.name or ""
+
+    @classmethod
+    def parse(cls, data: Any, *, lenient: bool = False, kube_schema: bool = True) -> Self:
+        """`WireModel.parse` of the document as the API server sees it: nulls where the CRD schema
+        is not `nullable` pruned first (the API server prunes them before validating)."""
+        kind, api_version = getattr(cls, "KIND", None), getattr(cls, "API_VERSION", None)
+        if kind and api_version:
+            data = kube.without_null_fields(data, kind, api_version.split("/")[-1])
+        return super().parse(data, lenient=lenient, kube_schema=kube_schema)
 
     @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
 from dynamo_infra.api.base import ApiModel
-from dynamo_infra.api.errors import QUANTITY_PATTERN
+from dynamo_infra.api.errors import QUANTITY_PATTERN, Problem, join_path
 from dynamo_infra.api.manifest import Manifest
 
 GROUP = "nvidia.com"
@@ -41,12 +41,106 @@ LABEL_KEY_PREFIX_MAX = 253
 # Fewest nodes a multinode component may span.
 MIN_NODE_COUNT = 2
 
+# Annotation naming a graph's workload provider (`component` or `grove`): set by the operator's
+# defaulting webhook on create, immutable, user values refused (1.6-era `internal/consts`, PR #12942).
+WORKLOAD_PROVIDER_ANNOTATION = "nvidia.com/workload-provider"
+WORKLOAD_PROVIDER_COMPONENT = "component"
+WORKLOAD_PROVIDER_GROVE = "grove"
+WORKLOAD_PROVIDERS = frozenset({WORKLOAD_PROVIDER_COMPONENT, WORKLOAD_PROVIDER_GROVE})
+# Per-GPU power limit (watts) the operator puts on a component's Pods and projects to
+# `status.components[*].gpuPowerLimitWatts` (1.6-era operator).
+GPU_POWER_LIMIT_ANNOTATION = "dynamo.nvidia.com/gpu-power-limit"
+
+# Component roles (1.6-era `api/v1beta1/common.go@80b177f2` ComponentRoleSpec): the two
+# Pod-producing parts of a multinode component, and the LPX ones (LPX is not rendered here).
+ROLE_LEADER = "leader"
+ROLE_WORKER = "worker"
+ROLE_LPX_CONDUCTOR = "conductor"
+ROLE_LPX_AGENT = "agent"
+# Most roles a component may declare (CRD `maxItems`).
+MAX_ROLES = 2
+# Pods of a multinode leader role when `replicas` is omitted (the defaulting webhook persists it).
+DEFAULT_LEADER_ROLE_REPLICAS = 1
+# The Grove provider-override API version and its targets, by where the override sits.
+GROVE_PROVIDER_API_VERSION = "grove.io/v1alpha1"
+PROVIDER_TARGET_GRAPH = "PodCliqueSet"
+PROVIDER_TARGET_CLIQUE = "PodCliqueTemplateSpec"
+PROVIDER_TARGET_SCALING_GROUP = "PodCliqueScalingGroupConfig"
+
+# The DGD-only component type whose Pods an operator-generated LPXGraphDeployment owns (1.6-era
+# `api/v1beta1/lpx_types.go@86e34d1e`); its configuration block has the same name.
+LPX = "lpx"
+LPX_REFUSED = (
+    "LPX components need the Dynamo operator's LPX controller (it runs them through an "
+    "operator-generated LPXGraphDeployment); dynamo-infra does not render LPX graphs"
+)
+
+
+def lpx_problems(components: list[tuple[tuple[str | int, ...], Any]], type_key: str) -> list[Problem]:
+    """One problem per component (at its path) that is of type `lpx` or has an `lpx` block."""
+    out: list[Problem] = []
+    for at, component in components:
+        if not isinstance(component, dict):
+            continue
+        if component.get(type_key) == LPX:
+            out.append(Problem(join_path(*at, type_key), f"{type_key} lpx: {LPX_REFUSED}"))
+        elif LPX in component:
+            out.append(Problem(join_path(*at, LPX), LPX_REFUSED))
+    return out
+
+
 ComponentKind = Literal["PodClique", "PodCliqueScalingGroup", "Deployment", "LeaderWorkerSet"]
 DGDState = Literal["initializing", "pending", "successful", "failed"]
 
 
 class Multinode(ApiModel):
+    """A component spanning several Pods: only `nodeCount` (defaulted, immutable) in 1.6."""
+
     node_count: Annotated[int, Field(ge=MIN_NODE_COUNT)] = MIN_NODE_COUNT
+
+
+class ProviderOverride(ApiModel):
+    """A sparse provider-native fragment for the workload unit of its location (graph, component,
+    role). Grove only: `grove.io/v1alpha1`, `topologyConstraint` only (the webhook's rules)."""
+
+    api_version: NonEmpty
+    # May be omitted where the location has one target; admission resolves and persists it.
+    target: str | None = None
+    # Free-form (the CRD preserves unknown fields), an object.
+    value: Manifest
+
+
+RoleName = Annotated[str, StringConstraints(pattern=DNS_LABEL_PATTERN, min_length=1, max_length=63)]
+
+
+class ComponentRoleBase(ApiModel):
+    """One named Pod-producing role of a compound component (each version adds its `podTemplate`)."""
+
+    name: RoleName
+    replicas: PosInt32 | None = None
+    provider_override: ProviderOverride | None = None
+
+
+def default_role_replicas(data: Any) -> Any:
+    """A component (wire dict) with omitted multinode role replicas filled as the operator's
+    defaulting webhook persists them: leader 1, worker `nodeCount` - 1 (1.6-era
+    `internal/webhook/defaulting/dynamographdeployment_handler.go@86e34d1e`)."""
+    if not isinstance(data, dict):
+        return data
+    multinode, roles = data.get("multinode"), data.get("roles")
+    if not isinstance(multinode, dict) or not isinstance(roles, list):
+        return data
+    nodes = multinode.get("nodeCount", MIN_NODE_COUNT)
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < MIN_NODE_COUNT:
+        return data
+    wanted = {ROLE_LEADER: DEFAULT_LEADER_ROLE_REPLICAS, ROLE_WORKER: nodes - 1}
+    filled = [
+        {**r, "replicas": wanted[r["name"]]}
+        if isinstance(r, dict) and r.get("name") in wanted and r.get("replicas") is None
+        else r
+        for r in roles
+    ]
+    return data if filled == roles else {**data, "roles": filled}
 
 
 def check_min_available(min_available: int | None, replicas: int | None) -> None:
@@ -191,6 +285,12 @@ class ReplicaStatus(ApiModel):
     available_replicas: NonNegInt32 | None = None
     scheduled_replicas: NonNegInt32 | None = None
     runtime_namespace: str | None = None
+    # What the 1.6 planner reads (1.6-era `api/v1beta1/common.go@80b177f2` ComponentReplicaStatus).
+    served_model_name: str | None = None
+    runtime_component_name: str | None = None
+    gpu_power_limit_watts: Annotated[int, Field(ge=1, le=2**63 - 1)] | None = None
+    gpus_per_engine: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
+    gpus_per_replica: Annotated[int, Field(ge=0, le=2**63 - 1)] | None = None
 
 
 class CheckpointStatus(ApiModel):

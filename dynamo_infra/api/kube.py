@@ -92,6 +92,43 @@ def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
             apply_defaults(value, schema["items"])
 
 
+def prune_nulls(data: Any, schema: dict[str, Any]) -> None:
+    """In place: drop every null of a property (or map value) the schema does not mark `nullable`,
+    as the API server does before validating; list items are kept (null items stay errors)."""
+    if isinstance(data, dict):
+        properties = schema.get("properties") or {}
+        extra = schema.get("additionalProperties")
+        for key in list(data):
+            sub = properties.get(key, extra)
+            if not isinstance(sub, dict):
+                continue
+            if data[key] is None and not _nullable(sub):
+                del data[key]
+            else:
+                prune_nulls(data[key], sub)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for value in data:
+            prune_nulls(value, schema["items"])
+
+
+def without_null_fields(data: Any, kind: str, version: str) -> Any:
+    """A copy of a wire document with its non-nullable nulls pruned (`data` itself when it has none)."""
+    schema = crd_schema(kind, version)
+    if not schema or not isinstance(data, dict) or not _has_null(data):
+        return data
+    out = copy_json(data)
+    prune_nulls(out, schema)
+    return out
+
+
+def _has_null(data: Any) -> bool:
+    if isinstance(data, dict):
+        return any(v is None or _has_null(v) for v in data.values())
+    if isinstance(data, list):
+        return any(_has_null(v) for v in data)
+    return False
+
+
 def with_schema_defaults(data: Manifest, kind: str, version: str) -> Manifest:
     """A copy of a wire document with its CRD schema's defaults, as the API server stores it."""
     out: Manifest = copy_json(data)

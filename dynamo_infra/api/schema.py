@@ -49,10 +49,16 @@ def update_from(crd_dir: Path, out_dir: Path = SCHEMA_DIR) -> list[Path]:
     """Write `<Kind>.<version>.json` for every Dynamo CRD version found in `crd_dir`."""
     import yaml
 
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    crds = [yaml.load(f.read_text(encoding="utf-8"), Loader=loader) for f in sorted(crd_dir.glob("*.yaml"))]
+    return write_schemas(crds, out_dir)
+
+
+def write_schemas(crds: list[Any], out_dir: Path = SCHEMA_DIR) -> list[Path]:
+    """Write `<Kind>.<version>.json` for every version of the CustomResourceDefinitions in `crds`."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for f in sorted(crd_dir.glob("*.yaml")):
-        crd = yaml.load(f.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    for crd in crds:
         if not isinstance(crd, dict) or crd.get("kind") != "CustomResourceDefinition":
             continue
         kind = crd["spec"]["names"]["kind"]

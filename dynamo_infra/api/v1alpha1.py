@@ -16,9 +16,11 @@ from pydantic import Field, model_validator
 from dynamo_infra.api import kubenames
 from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
+    MAX_ROLES,
     BackendFramework,
     CheckpointBase,
     CheckpointIdentity,
+    ComponentRoleBase,
     DGDExperimental,
     Domain,
     EPPConfig,
@@ -28,6 +30,7 @@ from dynamo_infra.api.common import (
     NonEmpty,
     NonNegInt32,
     PosInt32,
+    ProviderOverride,
     Quantity,
     QuantityString,
     ReplicaStatus,
@@ -36,6 +39,8 @@ from dynamo_infra.api.common import (
     RuntimeVersion,
     TopologyConstraint,
     check_min_available,
+    default_role_replicas,
+    lpx_problems,
 )
 from dynamo_infra.api.errors import Problem, join_path
 from dynamo_infra.api.manifest import Manifest
@@ -196,6 +201,13 @@ class ExtraPodMetadata(ApiModel):
     labels: dict[str, str] | None = None
 
 
+class ComponentRole(ComponentRoleBase):
+    """One role of a compound component (1.6-era `api/v1alpha1/common.go@80b177f2` ComponentRoleSpec);
+    its `podTemplate` is a Kubernetes PodTemplateSpec checked by the CRD schema."""
+
+    pod_template: Manifest | None = None
+
+
 class ComponentSpec(ApiModel):
     """One entry of `spec.services` (the operator's DynamoComponentDeploymentSharedSpec)."""
 
@@ -230,10 +242,20 @@ class ComponentSpec(ApiModel):
     checkpoint: Checkpoint | None = None
     topology_constraint: TopologyConstraint | None = None
     runtime_version_override: RuntimeVersion | None = None
+    roles: Annotated[list[ComponentRole], Field(max_length=MAX_ROLES)] | None = None
+    provider_override: ProviderOverride | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_defaults(cls, data: Any) -> Any:
+        return default_role_replicas(data)
 
     @model_validator(mode="after")
     def _min_available(self) -> ComponentSpec:
         check_min_available(self.min_available, self.replicas)
+        names = [r.name for r in self.roles or []]
+        if len(set(names)) != len(names):
+            raise ValueError("roles: role names must be unique")
         return self
 
 
@@ -250,6 +272,7 @@ class GraphTopologyConstraint(ApiModel):
 
 
 class DynamoGraphDeploymentSpec(ApiModel):
+    provider_override: ProviderOverride | None = None
     services: dict[str, ComponentSpec] | None = None
     envs: list[Manifest] | None = None
     backend_framework: BackendFramework | None = None
@@ -283,16 +306,27 @@ class DynamoGraphDeployment(V1alpha1Resource):
     status: DynamoGraphDeploymentStatus | None = None
 
     @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        services = _services(data)
+        return lpx_problems([(("spec", "services", k), s) for k, s in services.items()], "componentType")
+
+    @classmethod
     def _extra_problems(cls, data: Any, *, lenient: bool) -> list[Problem]:
         """Each `spec.services` key becomes the component's name (the CRD leaves keys unchecked)."""
-        services = (data.get("spec") or {}).get("services") if isinstance(data, dict) else None
-        keys = services if isinstance(services, dict) else {}
+        keys = _services(data)
         out = [
             Problem(join_path("spec", "services", str(key)), f"service name {key!r} {why}")
             for key in keys
             if (why := kubenames.COMPONENT_NAME.broken(str(key)))
         ]
         return out + super()._extra_problems(data, lenient=lenient)
+
+
+def _services(data: Any) -> dict[str, Any]:
+    """`spec.services` of a wire DGD when it is a mapping (else empty: the model reports its type)."""
+    spec = data.get("spec") if isinstance(data, dict) else None
+    services = spec.get("services") if isinstance(spec, dict) else None
+    return {str(k): v for k, v in services.items()} if isinstance(services, dict) else {}
 
 
 class DynamoComponentDeploymentSpec(ComponentSpec):
@@ -312,6 +346,11 @@ class DynamoComponentDeployment(V1alpha1Resource):
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
+
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        return lpx_problems([(("spec",), spec)], "componentType")
 
 
 class CheckpointJobSpec(ApiModel):

@@ -12,8 +12,10 @@ from dynamo_infra.api import kubenames
 from dynamo_infra.api.base import ApiModel, Resource
 from dynamo_infra.api.common import (
     MAIN_CONTAINER,
+    MAX_ROLES,
     BackendFramework,
     CheckpointBase,
+    ComponentRoleBase,
     DGDExperimental,
     Domain,
     EPPConfig,
@@ -24,6 +26,7 @@ from dynamo_infra.api.common import (
     NonEmpty,
     NonNegInt32,
     PosInt32,
+    ProviderOverride,
     Quantity,
     ReplicaStatus,
     Restart,
@@ -31,7 +34,10 @@ from dynamo_infra.api.common import (
     RuntimeVersion,
     TopologyConstraint,
     check_min_available,
+    default_role_replicas,
+    lpx_problems,
 )
+from dynamo_infra.api.errors import Problem
 from dynamo_infra.api.manifest import Manifest
 
 API_VERSION: Final = "nvidia.com/v1beta1"
@@ -82,10 +88,18 @@ class GPUMemoryService(GMSBase):
         return self
 
 
+class GroveExperimental(ApiModel):
+    """Grove rendering options (1.6-era `api/v1beta1/common.go@80b177f2` GroveSpec)."""
+
+    # Render a single-node component as a PodCliqueScalingGroup; false and omitted mean the same.
+    force_scaling_group: bool | None = None
+
+
 class ComponentExperimental(ApiModel):
     checkpoint: Checkpoint | None = None
     failover: Failover | None = None
     gpu_memory_service: GPUMemoryService | None = None
+    grove: GroveExperimental | None = None
 
 
 class PodTemplate(ApiModel):
@@ -121,6 +135,17 @@ class PodTemplate(ApiModel):
         return spec
 
 
+def check_roles(roles: list[Any] | None, component_template: bool) -> None:
+    """CRD rules of `roles`: names unique (list map key), and either the component's pod template
+    or one on every role (1.6-era DynamoComponentDeploymentSharedSpec CEL rules)."""
+    names = [r.name for r in roles or []]
+    if len(set(names)) != len(names):
+        raise ValueError("roles: role names must be unique")
+    with_template = [r.pod_template is not None for r in roles or []]
+    if any(with_template) and (component_template or not all(with_template)):
+        raise ValueError("use either component podTemplate or complete role podTemplates")
+
+
 def _dicts(value: Any) -> list[Manifest]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
@@ -128,6 +153,13 @@ def _dicts(value: Any) -> list[Manifest]:
 class ModelReference(ApiModel):
     name: NonEmpty
     revision: str | None = None
+
+
+class ComponentRole(ComponentRoleBase):
+    """One role of a compound component: multinode `leader` / `worker` (1.6-era
+    `api/v1beta1/common.go@80b177f2` ComponentRoleSpec); its own pod template, or the component's."""
+
+    pod_template: PodTemplate | None = None
 
 
 class ComponentEPPConfig(EPPConfig):
@@ -156,12 +188,20 @@ class ComponentFields(ApiModel):
     experimental: ComponentExperimental | None = None
     topology_constraint: TopologyConstraint | None = None
     runtime_version_override: RuntimeVersion | None = None
+    roles: Annotated[list[ComponentRole], Field(max_length=MAX_ROLES)] | None = None
+    provider_override: ProviderOverride | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _role_defaults(cls, data: Any) -> Any:
+        return default_role_replicas(data)
 
     @model_validator(mode="after")
     def _rules(self) -> ComponentFields:
         if self.epp_config is not None and self.type != "epp":
             raise ValueError("eppConfig may only be set when type is epp")
         check_min_available(self.min_available, self.replicas)
+        check_roles(self.roles, self.pod_template is not None)
         return self
 
     @property
@@ -186,6 +226,7 @@ class GraphTopologyConstraint(ApiModel):
 
 
 class DynamoGraphDeploymentSpec(ApiModel):
+    provider_override: ProviderOverride | None = None
     components: Annotated[list[Component], Field(max_length=MAX_COMPONENTS)] | None = None
     env: list[Manifest] | None = None
     backend_framework: BackendFramework | None = None
@@ -223,6 +264,13 @@ class DynamoGraphDeployment(V1beta1Resource):
     spec: DynamoGraphDeploymentSpec
     status: DynamoGraphDeploymentStatus | None = None
 
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        comps = spec.get("components") if isinstance(spec, dict) else None
+        items = list(enumerate(comps)) if isinstance(comps, list) else []
+        return lpx_problems([(("spec", "components", i), c) for i, c in items], "type")
+
     def component(self, name: str) -> Component:
         for c in self.spec.components or []:
             if c.name == name:
@@ -249,6 +297,11 @@ class DynamoComponentDeployment(V1beta1Resource):
     kind: Literal["DynamoComponentDeployment"] = "DynamoComponentDeployment"
     spec: DynamoComponentDeploymentSpec
     status: DynamoComponentDeploymentStatus | None = None
+
+    @classmethod
+    def _refused(cls, data: Any) -> list[Problem]:
+        spec = data.get("spec") if isinstance(data, dict) else None
+        return lpx_problems([(("spec",), spec)], "type")
 
 
 class DGDRef(ApiModel):

@@ -328,13 +328,30 @@ def test_editor_schema_export(tmp_path: Path) -> None:
 
 
 def test_shipped_crd_schemas_are_small_and_current(tmp_path: Path) -> None:
-    from dynamo_infra.api.schema import MAX_SCHEMA_BYTES, SCHEMA_DIR, update_from
+    from dynamo_infra.api.schema import MAX_SCHEMA_BYTES, SCHEMA_DIR, update_from, write_schemas
     from tests.conftest import CORPUS
+    from tools.dynamo_crds_16 import SRC, derived_crds
 
-    written = update_from(CORPUS / "crds" / "dynamo", tmp_path)
-    for p in written:
+    # The 1.6 CRDs (derived from the upstream ones of 2026-08-21), then the kinds 1.6 no longer has
+    # (DynamoCheckpoint, still served to images < 1.5) and the snapshot kinds, from the pin's set.
+    current = write_schemas(list(derived_crds(SRC).values()), tmp_path / "16")
+    older = [
+        p
+        for p in update_from(CORPUS / "crds" / "dynamo", tmp_path / "pin")
+        if not (tmp_path / "16" / p.name).exists()
+    ]
+    assert {p.name for p in older} == {
+        "DynamoCheckpoint.v1alpha1.json",
+        "PodSnapshot.v1alpha1.json",
+        "PodSnapshotContent.v1alpha1.json",
+    }
+    shipped = {p.name for p in SCHEMA_DIR.glob("*.json")}
+    assert shipped == {p.name for p in current + older}
+    for p in current + older:
         assert p.stat().st_size < MAX_SCHEMA_BYTES
-        assert p.read_text() == (SCHEMA_DIR / p.name).read_text(), f"{p.name}: run --update-from"
+        assert p.read_text() == (SCHEMA_DIR / p.name).read_text(), (
+            f"{p.name}: run python -m tools.dynamo_crds_16"
+        )
 
 
 def test_import_is_light_and_layered() -> None:

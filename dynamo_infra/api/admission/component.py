@@ -11,9 +11,17 @@ from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.gpus import gpu_count
+from dynamo_infra.api.admission.override import force_scaling_group_problems
 from dynamo_infra.api.admission.paths import At
+from dynamo_infra.api.admission.roles import (
+    has_role_pod_templates,
+    role_experimental_problems,
+    role_override_required,
+    role_problems,
+)
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
 from dynamo_infra.api.admission.sidecar import RUNTIME_CONTAINER, runtime_image, sidecar_problems
+from dynamo_infra.api.admission.snapshot import snapshot_problems
 from dynamo_infra.api.common import MAIN_CONTAINER
 from dynamo_infra.api.errors import Problem
 from dynamo_infra.api.manifest import Manifest
@@ -102,7 +110,13 @@ def component_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list
         out += sidecar_problems(runtime, str(getattr(c, "name", None) or ""), at)
     if c.experimental is not None:
         out += experimental_problems(c, c.experimental, at, scope.features)
-    if scope.runtime_version:
+    out += role_problems(c, at)
+    out += role_experimental_problems(c, at)
+    out += force_scaling_group_problems(c, at, scope.grove)
+    if scope.runtime_version and has_role_pod_templates(c):
+        if not scope.allow_missing_override and role_override_required(c):
+            out.append(field.required(at("runtimeVersionOverride"), RUNTIME_VERSION_OVERRIDE_REQUIRED))
+    elif scope.runtime_version:
         located = runtime_image(runtime, at) if runtime is not None else None
         image, image_at = located or main_image(c, at)
         if not image:
@@ -136,6 +150,18 @@ def _epp_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list[Prob
 
 
 def _sidecar_problems(c: v1beta1.ComponentFields, sidecar: str, at: At) -> list[Problem]:
+    if has_role_pod_templates(c):
+        if not sidecar:
+            return [field.invalid(at("frontendSidecar"), Text(sidecar), "must not be empty")]
+        return [
+            field.invalid(
+                at("roles", i, "podTemplate", "spec", "containers"),
+                Text(sidecar),
+                "must contain the container named by frontendSidecar",
+            )
+            for i, role in enumerate(c.roles or [])
+            if role.pod_template is not None and role.pod_template.container(sidecar) is None
+        ]
     if c.pod_template is None:
         return [
             field.required(at("podTemplate", "spec", "containers"), "is required when frontendSidecar is set")
@@ -164,7 +190,9 @@ def experimental_problems(
         experimental.checkpoint,
     )
     gms_at = at("experimental", "gpuMemoryService")
-    if gms is not None:
+    # With role templates GMS and failover are refused as such (`roles`), not checked further.
+    launched = not has_role_pod_templates(c)
+    if gms is not None and launched:
         if not c.is_worker:
             out.append(
                 field.forbidden(
@@ -179,7 +207,9 @@ def experimental_problems(
                     "GPU memory service requires podTemplate.spec.containers[main].resources.limits.nvidia.com/gpu >= 1",
                 )
             )
-    if failover is not None:
+        if gms.mode != GMS_INTER_POD:
+            out += _gms_client_problems(c, gms.extra_client_containers or [], at)
+    if failover is not None and launched:
         out += _failover_problems(c, failover, gms, at)
     if checkpoint is not None:
         checkpoint_at = at("experimental", "checkpoint")
@@ -193,6 +223,26 @@ def experimental_problems(
             out.append(field.forbidden(clients_at, "is only supported with gpuMemoryService.mode=IntraPod"))
         if checkpoint.enabled and gms is not None and features is not None and not features.gms_snapshot:
             out.append(field.forbidden(checkpoint_at, GMS_SNAPSHOT_DISABLED))
+        out += snapshot_problems(c, at)
+    return out
+
+
+def _gms_client_problems(c: v1beta1.ComponentFields, clients: list[str], at: At) -> list[Problem]:
+    """Intra-pod GMS: each extra client names a distinct container of the pod template (PR #12580;
+    1.6-era `shared_v1beta1.go` `validateGPUMemoryServiceSpec`, michaelfeil/dynamo@80b177f2)."""
+    out, seen = [], set()
+    for i, name in enumerate(clients):
+        client_at = at("experimental", "gpuMemoryService", "extraClientContainers", i)
+        if name in seen:
+            out.append(field.duplicate(client_at, Text(name)))
+            continue
+        seen.add(name)
+        if c.pod_template is None or c.pod_template.container(name) is None:
+            out.append(
+                field.invalid(
+                    client_at, Text(name), "does not name a container in podTemplate.spec.containers"
+                )
+            )
     return out
 
 

@@ -14,6 +14,7 @@ REQUIRED: Final = "Required value"
 FORBIDDEN: Final = "Forbidden"
 INVALID: Final = "Invalid value"
 NOT_SUPPORTED: Final = "Unsupported value"
+DUPLICATE: Final = "Duplicate value"
 
 # Characters Go's JSON encoder escapes for HTML safety.
 _GO_JSON_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -44,6 +45,10 @@ def forbidden(path: str, detail: str) -> Problem:
 def invalid(path: str, value: Any, detail: str) -> Problem:
     """`value` as Go prints a bad value: `Text` and numbers plainly, anything else as JSON."""
     return Problem(path, f"{INVALID}: {bad_value(value)}: {detail}")
+
+
+def duplicate(path: str, value: Any) -> Problem:
+    return Problem(path, f"{DUPLICATE}: {bad_value(value)}")
 
 
 def not_supported(path: str, value: Any, supported: Iterable[str]) -> Problem:

@@ -12,6 +12,7 @@ import re
 from dynamo_infra.api import v1alpha1, v1beta1
 from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.component import GMS_INTER_POD, Scope, component_problems
+from dynamo_infra.api.admission.elastic import elastic_ep_problems
 from dynamo_infra.api.admission.features import OperatorFeatures, grove_pathway
 from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.legacy import (
@@ -23,8 +24,13 @@ from dynamo_infra.api.admission.legacy import (
     graph_has_legacy_fields,
     invalid_vllm_backend,
 )
+from dynamo_infra.api.admission.multinode import multinode_type_problems
+from dynamo_infra.api.admission.override import COMPONENT, GROVE, graph_override_problems
 from dynamo_infra.api.admission.paths import Paths
+from dynamo_infra.api.admission.power import power_limit_problems
+from dynamo_infra.api.admission.provider import workload_provider_problems
 from dynamo_infra.api.admission.review import Review
+from dynamo_infra.api.admission.roles import planner_runtime_problems
 from dynamo_infra.api.admission.runtimeversion import is_loose_semver
 from dynamo_infra.api.errors import Problem
 
@@ -55,10 +61,12 @@ def graph_review(
     namespace: str | None = None,
     *,
     creating: bool = True,
+    old: v1beta1.DynamoGraphDeploymentSpec | None = None,
 ) -> Review:
     """The webhook's answer to creating `dgd` (`features` None: only the rules that do not depend on
     the cluster); `namespace` is where it is created (default: its own). On an update (`creating`
-    false) the runtime version is checked against the old object instead (`update`)."""
+    false) the runtime version is checked against the old object instead (`update`), and `old` (its
+    v1beta1 spec) keeps an unchanged legacy multinode component."""
     alpha = isinstance(dgd, v1alpha1.DynamoGraphDeployment)
     paths = Paths(alpha)
     # The webhook validates the v1beta1 view, and the v1alpha1 view for fields only v1alpha1 has.
@@ -72,8 +80,18 @@ def graph_review(
         scope = Scope(
             features, grove, inference_pool=True, runtime_version=runtime, allow_missing_override=False
         )
+        old_components = {c.name: c for c in (old.components or [])} if old is not None else {}
+        # The workload provider the operator's defaulting webhook selects (unknown at load).
+        provider = None if grove is None else GROVE if grove else COMPONENT
+        component_at = {c.name: paths.component(c.name) for c in hub.spec.components or []}
+        problems += graph_override_problems(hub.spec, paths.spec, component_at, provider)
+        problems += planner_runtime_problems(hub.spec, component_at)
         for c in hub.spec.components or []:
-            problems += component_problems(c, paths.component(c.name), scope)
+            at = paths.component(c.name)
+            problems += component_problems(c, at, scope)
+            problems += multinode_type_problems(c, old_components.get(c.name), at)
+            problems += power_limit_problems(c, at)
+            problems += elastic_ep_problems(hub.spec.backend_framework, c, at)
     legacy = Legacy(runtime_version=alpha and creating, allow_missing_override=False)
     if view is not None and (legacy.runtime_version or graph_has_legacy_fields(view)):
         legacy.pvcs(view.spec)
@@ -106,6 +124,7 @@ def metadata_problems(annotations: dict[str, str], intra_pod_failover: bool) -> 
     mode = annotations.get(ANNOTATION_DISCOVERY_MODE)
     if mode is not None and mode not in DISCOVERY_MODES:
         out.append(field.not_supported(at(ANNOTATION_DISCOVERY_MODE), Text(mode), DISCOVERY_MODES))
+    out += workload_provider_problems(annotations)
     if intra_pod_failover and mode != FAILOVER_DISCOVERY_MODE:
         out.append(
             field.invalid(

@@ -22,9 +22,13 @@ _COMPONENT_TO_ALPHA: dict[tuple[str, ...], tuple[str, ...]] = {
     ("experimental", "gpuMemoryService"): ("gpuMemoryService",),
     ("experimental", "failover"): ("failover",),
     ("experimental", "checkpoint"): ("checkpoint",),
+    ("podTemplate", "metadata"): ("extraPodMetadata",),
     ("podTemplate", "spec"): ("extraPodSpec",),
     ("podTemplate",): ("extraPodSpec",),
 }
+# The hub's main container (always first when converted from v1alpha1) and its v1alpha1 home.
+_HUB_MAIN: tuple[Part, ...] = ("podTemplate", "spec", "containers", 0)
+_ALPHA_MAIN: tuple[Part, ...] = ("extraPodSpec", "mainContainer")
 # The same for a DCD spec (its component name is `serviceName` in v1alpha1).
 _DCD_TO_ALPHA = {**_COMPONENT_TO_ALPHA, ("name",): ("serviceName",)}
 # v1alpha1 service fields with a v1beta1 home of another name (the others keep their v1alpha1 name).
@@ -54,6 +58,13 @@ def _renamed(parts: tuple[Part, ...], table: dict[tuple[str, ...], tuple[str, ..
     return parts
 
 
+def _to_alpha(parts: tuple[Part, ...], table: dict[tuple[str, ...], tuple[str, ...]]) -> tuple[Part, ...]:
+    """A component field's v1alpha1 home: the main container's fields under `extraPodSpec.mainContainer`."""
+    if len(parts) > len(_HUB_MAIN) and parts[: len(_HUB_MAIN)] == _HUB_MAIN:
+        return (*_ALPHA_MAIN, *parts[len(_HUB_MAIN) :])
+    return _renamed(parts, table)
+
+
 @dataclass(frozen=True)
 class Paths:
     """Field paths in the user's document: `alpha` when it is v1alpha1."""
@@ -66,7 +77,7 @@ class Paths:
     def component(self, name: str) -> At:
         """The paths of one DGD component's fields."""
         if self.alpha:
-            return lambda *parts: join_path("spec", "services", name, *_renamed(parts, _COMPONENT_TO_ALPHA))
+            return lambda *parts: join_path("spec", "services", name, *_to_alpha(parts, _COMPONENT_TO_ALPHA))
         return lambda *parts: join_path(f"spec.components[{name}]", *parts)
 
     def legacy_component(self, name: str) -> At:
@@ -84,5 +95,5 @@ class Paths:
     def dcd(self) -> At:
         """The paths of a DCD spec's fields."""
         if self.alpha:
-            return lambda *parts: join_path("spec", *_renamed(parts, _DCD_TO_ALPHA))
+            return lambda *parts: join_path("spec", *_to_alpha(parts, _DCD_TO_ALPHA))
         return lambda *parts: join_path("spec", *parts)

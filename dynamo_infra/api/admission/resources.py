@@ -5,8 +5,11 @@ from __future__ import annotations
 from dynamo_infra.api import conversion, v1alpha1, v1beta1
 from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.component import Scope, component_problems
+from dynamo_infra.api.admission.elastic import elastic_ep_problems
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.legacy import Legacy, both_views, dynamo_namespace, has_legacy_fields
+from dynamo_infra.api.admission.multinode import multinode_type_problems
+from dynamo_infra.api.admission.override import dcd_override_problems
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.admission.review import Review
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
@@ -41,9 +44,11 @@ def dcd_review(
     namespace: str | None = None,
     *,
     creating: bool = True,
+    old: v1beta1.DynamoComponentDeploymentSpec | None = None,
 ) -> Review:
     """The webhook's answer to creating a DCD (standalone: never on Grove, no InferencePool lookup);
-    an update (`creating` false) checks the runtime version against the old object instead."""
+    an update (`creating` false) checks the runtime version against the old object instead, and `old`
+    (its v1beta1 spec) keeps an unchanged legacy multinode component."""
     alpha = isinstance(dcd, v1alpha1.DynamoComponentDeployment)
     paths = Paths(alpha)
     hub, view = both_views(dcd, v1alpha1.DynamoComponentDeployment, v1beta1.DynamoComponentDeployment)
@@ -51,7 +56,12 @@ def dcd_review(
     scope = Scope(
         features, grove=False, inference_pool=False, runtime_version=runtime, allow_missing_override=True
     )
-    problems = component_problems(hub.spec, paths.dcd(), scope) if hub is not None else []
+    problems = []
+    if hub is not None:
+        problems += elastic_ep_problems(hub.spec.backend_framework, hub.spec, paths.dcd())
+        problems += component_problems(hub.spec, paths.dcd(), scope)
+        problems += multinode_type_problems(hub.spec, old, paths.dcd())
+        problems += dcd_override_problems(hub.spec, paths.dcd())
     legacy = Legacy(runtime_version=alpha and creating, allow_missing_override=True)
     if view is not None and (legacy.runtime_version or has_legacy_fields(view.spec, graph=False)):
         ns = namespace if namespace is not None else dcd.metadata.namespace or ""

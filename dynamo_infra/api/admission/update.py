@@ -16,7 +16,16 @@ from dynamo_infra.api.admission.component import RUNTIME_VERSION_OVERRIDE_REQUIR
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.field import Text
 from dynamo_infra.api.admission.graph import graph_review
+from dynamo_infra.api.admission.multinode import node_count_update, removes_unsupported_multinode
+from dynamo_infra.api.admission.override import (
+    SCOPE_ROOT,
+    component_overrides_update,
+    force_scaling_group_update,
+    override_update,
+)
 from dynamo_infra.api.admission.paths import At, Paths
+from dynamo_infra.api.admission.power import power_limit_update
+from dynamo_infra.api.admission.provider import workload_provider_update
 from dynamo_infra.api.admission.resources import (
     DGDR_OVERRIDE_REQUIRED,
     dcd_review,
@@ -28,6 +37,7 @@ from dynamo_infra.api.admission.resources import (
     search_invalid,
 )
 from dynamo_infra.api.admission.review import Review
+from dynamo_infra.api.admission.roles import has_role_pod_templates, role_override_required, roles_update
 from dynamo_infra.api.admission.runtimeversion import runtime_version_override_required
 from dynamo_infra.api.base import Resource
 from dynamo_infra.api.errors import Problem
@@ -61,10 +71,12 @@ def update_review(
         old = conversion.convert_to(old, type(new))
     if isinstance(new, v1alpha1.DynamoGraphDeployment | v1beta1.DynamoGraphDeployment):
         # The webhook checks what may change only once the new graph itself is valid.
-        base = graph_review(new, features, namespace, creating=False)
+        old_spec = _hub(old, v1beta1.DynamoGraphDeployment).spec
+        base = graph_review(new, features, namespace, creating=False, old=old_spec)
         return base if base.problems else base + _graph_update(old, new)
     if isinstance(new, v1alpha1.DynamoComponentDeployment | v1beta1.DynamoComponentDeployment):
-        return dcd_review(new, features, namespace, creating=False) + _dcd_update(old, new)
+        old_dcd = _hub(old, v1beta1.DynamoComponentDeployment).spec
+        return dcd_review(new, features, namespace, creating=False, old=old_dcd) + _dcd_update(old, new)
     if isinstance(new, v1alpha1.DynamoModel) and isinstance(old, v1alpha1.DynamoModel):
         return model_review(new) + _model_update(old, new)
     if isinstance(new, v1alpha1.DynamoCheckpoint):
@@ -86,7 +98,15 @@ def _graph_update(old: Any, new: Any) -> Review:
     old_components = {c.name: c for c in old_spec.components or []}
     new_names = {c.name for c in new_spec.components or []}
     added, removed = sorted(new_names - set(old_components)), sorted(set(old_components) - new_names)
-    problems: list[Problem] = []
+    problems = workload_provider_update(
+        dict(new.metadata.annotations or {}), dict(old.metadata.annotations or {})
+    )
+    problems += override_update(
+        new_spec.provider_override,
+        old_spec.provider_override,
+        lambda *p: paths.spec("providerOverride", *p),
+        SCOPE_ROOT,
+    )
     if added or removed:
         detail = "component topology is immutable and cannot be modified after creation"
         parts = ([f"components added: {field.go_list(added)}"] if added else []) + (
@@ -95,9 +115,11 @@ def _graph_update(old: Any, new: Any) -> Review:
         problems.append(field.forbidden(paths.spec("components"), f"{detail}: {', '.join(parts)}"))
     for c in new_spec.components or []:
         if c.name in old_components:
+            at = paths.component(c.name)
             problems += component_update(
-                c, old_components[c.name], paths.component(c.name), owner=GRAPH, runtime_version=not alpha
+                c, old_components[c.name], at, owner=GRAPH, runtime_version=not alpha
             )
+            problems += power_limit_update(c, old_components[c.name], at)
     review = _backend_update(
         old_spec.backend_framework, new_spec.backend_framework, paths.spec("backendFramework")
     )
@@ -163,7 +185,11 @@ def component_update(
     ):
         out.append(field.forbidden(at("replicas"), SCALED_BY_ADAPTER))
     multinode = [c.multinode is not None and c.multinode.node_count > 1 for c in (new, old)]
-    if multinode[0] != multinode[1]:
+    out += component_overrides_update(new, old, at)
+    if multinode[0] == multinode[1]:
+        out += node_count_update(new, old, at)
+        out += roles_update(new, old, at)
+    elif not removes_unsupported_multinode(new, old):
         value = {"nodeCount": new.multinode.node_count} if new.multinode else None
         out.append(
             field.invalid(
@@ -177,7 +203,11 @@ def component_update(
         pack = {"packDomain": tc.pack_domain} if tc else None
         out.append(field.invalid(at("topologyConstraint"), pack, _recreate("topology constraints", owner)))
     out += _experimental_update(new.experimental, old.experimental, at, owner)
-    if runtime_version:
+    out += force_scaling_group_update(new, old, at, owner)
+    if runtime_version and has_role_pod_templates(new):
+        if not allow_missing_override and role_override_required(new, old):
+            out.append(field.required(at("runtimeVersionOverride"), RUNTIME_VERSION_OVERRIDE_REQUIRED))
+    elif runtime_version:
         (image, image_at), (old_image, _) = main_image(new, at), main_image(old, at)
         changed = image != old_image or new.runtime_version_override != old.runtime_version_override
         if not image and old_image:

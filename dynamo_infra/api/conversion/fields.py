@@ -121,6 +121,8 @@ COMPONENT = Table(
         Custom(_type_to_hub, _type_from_hub),
         *same("replicas", "minAvailable", "globalDynamoNamespace", "runtimeVersionOverride"),
         *same("multinode", "modelRef", "topologyConstraint", "eppConfig"),
+        # Same shape in both versions (1.6-era `api/v1alpha1/shared_spec_conversion.go@86e34d1e`).
+        *same("roles", "providerOverride"),
         Field("sharedMemory", "sharedMemorySize", _shm_to_hub, _shm_from_hub),
         # Before the pod template: its mounts follow the compilation-cache mount.
         Field("volumeMounts", "compilationCache", _cache_to_hub, _cache_from_hub),
@@ -157,6 +159,7 @@ DGD_SPEC = Table(
         ),
         Field("envs", "env"),
         *same("backendFramework", "annotations", "labels", "priorityClassName", "restart", "experimental"),
+        *same("providerOverride"),
         Field(
             "topologyConstraint",
             "topologyConstraint",
