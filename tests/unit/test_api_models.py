@@ -101,7 +101,8 @@ def test_alpha_to_hub_mapping(alpha: v1alpha1.DynamoGraphDeployment) -> None:
             "requests": {"cpu": "4", "ephemeral-storage": "10Gi"},
         },
         "envFrom": [{"secretRef": {"name": "hf-token"}}],
-        "volumeMounts": [{"name": "model-cache", "mountPath": "/cache"}],
+        # the compilation-cache mount too, in place (buildMainContainerFromDedicated at cdf9267d)
+        "volumeMounts": [{"name": "model-cache", "mountPath": "/cache"}, {"name": "cc", "mountPath": "/cc"}],
     }
     assert worker.pod_template.metadata == {"labels": {"team": "a"}}
     assert (worker.pod_template.spec or {})["nodeSelector"] == {"gpu": "h100"}

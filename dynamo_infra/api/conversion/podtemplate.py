@@ -101,13 +101,9 @@ def _main_container(s: Manifest) -> Manifest:
     for probe in ("livenessProbe", "readinessProbe"):
         if s.get(probe) is not None:
             main[probe] = copy.deepcopy(s[probe])
-    # The compilation-cache mount is carried by `compilationCache` (the renderer mounts it), so hub
-    # objects written by hand, which never list it, convert without a preserved pod template.
-    mounts = [
-        {"name": m["name"], "mountPath": m.get("mountPoint", "")}
-        for m in s.get("volumeMounts") or []
-        if not m.get("useAsCompilationCache")
-    ]
+    # Every flat mount, the compilation-cache one included and in place (buildMainContainerFromDedicated,
+    # cdf9267d api/v1alpha1/shared_spec_conversion.go): the worker hash and the pod's mount order see it.
+    mounts = [{"name": m["name"], "mountPath": m.get("mountPoint", "")} for m in s.get("volumeMounts") or []]
     if mounts:
         main["volumeMounts"] = mounts
     user = (s.get("extraPodSpec") or {}).get("mainContainer")
@@ -125,11 +121,12 @@ def _main_container(s: Manifest) -> Manifest:
 
 
 def _has_pod_content(s: Manifest) -> bool:
+    """hasPodTemplateContent (cdf9267d): `resources` and `envFromSecret` count when present, even empty."""
     eps = s.get("extraPodSpec") or {}
     return bool(
-        s.get("resources")
+        s.get("resources") is not None
         or s.get("envs")
-        or s.get("envFromSecret")
+        or s.get("envFromSecret") is not None
         or any(not m.get("useAsCompilationCache") for m in s.get("volumeMounts") or [])
         # a compilation-cache mount alone is carried by `compilationCache`, not the pod template
         or s.get("livenessProbe") is not None
