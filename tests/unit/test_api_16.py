@@ -287,3 +287,24 @@ def test_string_spec_is_a_field_error(kind: str, version: str) -> None:
     with pytest.raises(DynamoValidationError) as e:
         load_yaml(text)
     assert [(p.path, p.message) for p in e.value.problems] == [("spec", "must be a mapping (got string)")]
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        (
+            HUB.replace("args: [worker]}]}}", "args: [worker]}], bogus: 1}}"),
+            "spec.components[0].roles[1].podTemplate.spec.bogus",
+        ),
+        (
+            "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+            "spec: {services: {W: {roles: [{name: leader, podTemplate: {spec: {containers: [{name: main, "
+            "image: i, bogus: 1}]}}}]}}}\n",
+            "spec.services.W.roles[0].podTemplate.spec.containers[0].bogus",
+        ),
+    ],
+)
+def test_role_pod_templates_are_checked_against_the_crd(text: str, path: str) -> None:
+    with pytest.raises(DynamoValidationError) as e:
+        load_yaml(text, admission=False)
+    assert [(p.path, p.message) for p in e.value.problems] == [(path, "unknown field")]
