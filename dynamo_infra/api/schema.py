@@ -2,6 +2,9 @@
 
 python -m dynamo_infra.api.schema [--out DIR]          JSON Schemas of every kind/version (editor completion)
 python -m dynamo_infra.api.schema --update-from DIR    refresh dynamo_infra/api/schemas/ from the CRD YAMLs in DIR
+
+The shipped schemas are Dynamo 1.6's (`python -m tools.dynamo_crds_16` derives the CRDs and writes
+them); DynamoCheckpoint's and the snapshot kinds' stay those of the parity pin (images < 1.5).
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ Fixtures load with admission off (the webhook's rules have their own tests).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,7 @@ from dynamo_infra.api.common import (
     WORKLOAD_PROVIDERS,
 )
 from dynamo_infra.api.conversion import ANN_DGD_SPEC
+from dynamo_infra.cli import main as cli
 
 HUB = """
 apiVersion: nvidia.com/v1beta1
@@ -287,3 +289,46 @@ def test_string_spec_is_a_field_error(kind: str, version: str) -> None:
     with pytest.raises(DynamoValidationError) as e:
         load_yaml(text)
     assert [(p.path, p.message) for p in e.value.problems] == [("spec", "must be a mapping (got string)")]
+
+
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        (
+            HUB.replace("args: [worker]}]}}", "args: [worker]}], bogus: 1}}"),
+            "spec.components[0].roles[1].podTemplate.spec.bogus",
+        ),
+        (
+            "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\n"
+            "spec: {services: {W: {roles: [{name: leader, podTemplate: {spec: {containers: [{name: main, "
+            "image: i, bogus: 1}]}}}]}}}\n",
+            "spec.services.W.roles[0].podTemplate.spec.containers[0].bogus",
+        ),
+    ],
+)
+def test_role_pod_templates_are_checked_against_the_crd(text: str, path: str) -> None:
+    with pytest.raises(DynamoValidationError) as e:
+        load_yaml(text, admission=False)
+    assert [(p.path, p.message) for p in e.value.problems] == [(path, "unknown field")]
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column", "path"),
+    [
+        (LPX_DGD, 9, 5, "spec.components[1].type"),
+        (
+            "apiVersion: nvidia.com/v1alpha1\nkind: DynamoGraphDeployment\nmetadata: {name: g}\nspec: x\n",
+            4,
+            1,
+            "spec",
+        ),
+    ],
+)
+def test_validate_names_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: int, column: int, path: str
+) -> None:
+    f = tmp_path / "g.yaml"
+    f.write_text(text.lstrip("\n"))
+    assert cli.main(["validate", "--format", "json", str(f)]) != 0
+    [finding] = json.loads(capsys.readouterr().out)
+    assert (finding["line"], finding["column"], finding["path"]) == (line, column, path), finding
