@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from dynamo_infra.api import v1beta1
+from dynamo_infra.api import DynamoValidationError, Problem, releases, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import names
@@ -21,6 +22,21 @@ DISCOVERY_MODE_CONTAINER = "container"
 # GPU memory service / failover modes (v1beta1 spelling).
 GMS_INTRA_POD = "IntraPod"
 GMS_INTER_POD = "InterPod"
+
+
+def runtime_version(
+    options: ClusterOptions, image: str, override: str, where: str
+) -> releases.RuntimeVersion | None:
+    """The runtime version a component's gates follow: `runtimeVersionOverride` when set, else the main
+    container image's tag; None when the tag names no version or the cluster renders without gates.
+    A set override that is no semantic version fails the render, as generateComponentContext does
+    (michaelfeil/dynamo 0479b99f `internal/dynamo/graph.go`)."""
+    version = releases.resolve(image, override)
+    if version is None and override:
+        raise DynamoValidationError(
+            [Problem(where, f"resolve runtime version override: {releases.OVERRIDE_INVALID}")]
+        )
+    return version if options.runtime_version_gates else None
 
 
 @dataclass(frozen=True)
@@ -134,6 +150,16 @@ class ComponentContext:
             if c.get("name") == name:
                 return dict(c)
         return None
+
+    @cached_property
+    def runtime_version(self) -> releases.RuntimeVersion | None:
+        """generateComponentContext's RuntimeVersion (see `runtime_version`)."""
+        return runtime_version(
+            self.options,
+            str((self.container(MAIN_CONTAINER) or {}).get("image") or ""),
+            str(self.spec.get("runtimeVersionOverride") or ""),
+            f"components[{self.name}].runtimeVersionOverride",
+        )
 
     @property
     def discovery_backend(self) -> str:
