@@ -24,19 +24,18 @@ GMS_INTRA_POD = "IntraPod"
 GMS_INTER_POD = "InterPod"
 
 
-def runtime_version(
-    options: ClusterOptions, image: str, override: str, where: str
-) -> releases.RuntimeVersion | None:
+def runtime_version(options: ClusterOptions, image: str, override: str) -> releases.RuntimeVersion | None:
     """The runtime version a component's gates follow: `runtimeVersionOverride` when set, else the main
-    container image's tag; None when the tag names no version or the cluster renders without gates.
-    A set override that is no semantic version fails the render, as generateComponentContext does
+    container image's tag; None when it names no version or the cluster renders without gates."""
+    return releases.resolve(image, override) if options.runtime_version_gates else None
+
+
+def runtime_version_problem(image: str, override: str, where: str) -> Problem | None:
+    """generateComponentContext's error: a set override that is no semantic version fails the render
     (michaelfeil/dynamo 0479b99f `internal/dynamo/graph.go`)."""
-    version = releases.resolve(image, override)
-    if version is None and override:
-        raise DynamoValidationError(
-            [Problem(where, f"resolve runtime version override: {releases.OVERRIDE_INVALID}")]
-        )
-    return version if options.runtime_version_gates else None
+    if override and releases.resolve(image, override) is None:
+        return Problem(where, f"resolve runtime version override: {releases.OVERRIDE_INVALID}")
+    return None
 
 
 @dataclass(frozen=True)
@@ -151,15 +150,25 @@ class ComponentContext:
                 return dict(c)
         return None
 
+    @property
+    def _runtime_version_inputs(self) -> tuple[str, str]:
+        image = str((self.container(MAIN_CONTAINER) or {}).get("image") or "")
+        return image, str(self.spec.get("runtimeVersionOverride") or "")
+
+    @property
+    def runtime_version_problem(self) -> Problem | None:
+        """Why the component's runtime version cannot be resolved, when the override is invalid."""
+        return runtime_version_problem(
+            *self._runtime_version_inputs, f"components[{self.name}].runtimeVersionOverride"
+        )
+
     @cached_property
     def runtime_version(self) -> releases.RuntimeVersion | None:
-        """generateComponentContext's RuntimeVersion (see `runtime_version`)."""
-        return runtime_version(
-            self.options,
-            str((self.container(MAIN_CONTAINER) or {}).get("image") or ""),
-            str(self.spec.get("runtimeVersionOverride") or ""),
-            f"components[{self.name}].runtimeVersionOverride",
-        )
+        """generateComponentContext's RuntimeVersion (see `runtime_version`); an invalid override is an error."""
+        problem = self.runtime_version_problem
+        if problem is not None:
+            raise DynamoValidationError([problem])
+        return runtime_version(self.options, *self._runtime_version_inputs)
 
     @property
     def discovery_backend(self) -> str:

@@ -27,11 +27,13 @@ from dynamo_infra.render.worker_hash import worker_hash
 from tests.conftest import CORPUS, load_corpus
 
 RENDERED = CORPUS / "operator-rendered"
-# ClusterOptions of each pass beyond the namespace (operator-rendered/README.md).
+# ClusterOptions of each pass beyond the namespace (operator-rendered/README.md); the operator at our
+# pin had no runtime-version gates.
+PIN = {"runtimeVersionGates": False}
 PASSES: dict[str, dict[str, Any]] = {
-    "single": {"dra": {"enabled": True}},
-    "lws": {"dra": {"enabled": True}, "multinode": {"orchestrator": "lws"}},
-    "grove": {"dra": {"enabled": True}, "multinode": {"orchestrator": "grove"}},
+    "single": {**PIN, "dra": {"enabled": True}},
+    "lws": {**PIN, "dra": {"enabled": True}, "multinode": {"orchestrator": "lws"}},
+    "grove": {**PIN, "dra": {"enabled": True}, "multinode": {"orchestrator": "grove"}},
 }
 # Normalised away before comparing (operator-rendered/README.md).
 DROPPED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
