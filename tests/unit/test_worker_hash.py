@@ -245,12 +245,12 @@ def test_explicit_roles_equal_to_the_implicit_layout_do_not_roll() -> None:
 
 
 def test_explicit_role_order_and_cardinality_do_not_roll() -> None:
-    override = {
+    override: Manifest = {
         "apiVersion": "grove.io/v1alpha1",
         "target": "PodCliqueTemplateSpec",
         "value": {"topologyConstraint": {"topologyName": "cluster", "pack": {"required": "rack"}}},
     }
-    roles = [{"name": "leader"}, {"name": "worker", "providerOverride": override}]
+    roles: list[Manifest] = [{"name": "leader"}, {"name": "worker", "providerOverride": override}]
     base = _hash(_multinode(4, roles))
     assert base != _hash(_multinode(4))
     assert _hash(_multinode(4, roles[::-1])) == base
