@@ -63,6 +63,13 @@ class GraphContext:
     def k8s_discovery(self) -> bool:
         return self.discovery_backend == DISCOVERY_KUBERNETES
 
+    def runtime_version(self, c: v1beta1.Component) -> releases.RuntimeVersion | None:
+        """A component's runtime version as its DCD's context resolves it (main image, override)."""
+        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
+        return runtime_version(
+            self.options, str(main.get("image") or ""), str(c.runtime_version_override or "")
+        )
+
 
 @dataclass(frozen=True)
 class ComponentContext:

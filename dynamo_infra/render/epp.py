@@ -19,7 +19,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.releases import NATIVE_RUST_EPP, RuntimeVersion
 from dynamo_infra.render import goyaml, names
 from dynamo_infra.render.component_common import BaseComponentDefaults, base_pod_spec, common_container
-from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext, runtime_version
+from dynamo_infra.render.context import ComponentContext, GraphContext
 
 # The component type this module renders.
 TYPE = "epp"
@@ -230,12 +230,6 @@ def _labels(g: GraphContext, component: str) -> dict[str, str]:
     return {names.LABEL_GRAPH: g.name, names.LABEL_COMPONENT: component, names.LABEL_COMPONENT_TYPE: TYPE}
 
 
-def component_runtime_version(g: GraphContext, c: v1beta1.Component) -> RuntimeVersion | None:
-    """The runtime version of a graph's component as its DCD's context resolves it."""
-    main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
-    return runtime_version(g.options, str(main.get("image") or ""), str(c.runtime_version_override or ""))
-
-
 def epp_objects(g: GraphContext) -> list[Manifest]:
     """ConfigMap (legacy EPP with inline config only), InferencePool and, with Istio, the DestinationRule."""
     epp = epp_component(g.dgd)
@@ -243,7 +237,7 @@ def epp_objects(g: GraphContext) -> list[Manifest]:
         return []
     out: list[Manifest] = []
     cfg = epp.epp_config.to_wire() if epp.epp_config else {}
-    legacy = not native_rust_epp(component_runtime_version(g, epp))
+    legacy = not native_rust_epp(g.runtime_version(epp))
     if legacy and not cfg.get("configMapRef"):
         if cfg.get("config") is None:
             raise DynamoValidationError(

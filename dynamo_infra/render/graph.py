@@ -323,7 +323,10 @@ def grove_pathway(
 ) -> _Pathway:
     """One PodCliqueSet for the graph; per component only its Service, Ingress and VirtualService."""
     members = []
+    suffix = grove.worker_hash_suffix(g, whash)
     for c in g.dgd.spec.components or []:
+        if suffix and c.is_worker:
+            c = grove.with_worker_hash_label(c, suffix)
         spec = generate_dcd(g, c, None, grove=True)
         ctx = component_context(
             spec, g.options, g.legacy.component(c.name), g.dgd.spec.annotations, ready.get(c.name)

@@ -291,3 +291,16 @@ def test_an_image_upgrade_to_1_6_1_starts_a_new_worker_generation() -> None:
     assert (f"{container}.env[DYN_HEALTH_CHECK_ENABLED].value", "false", "true") in changed
     assert (f"{container}.livenessProbe.failureThreshold", "1", "3") in changed
     assert deployment.restart
+
+
+# --- Grove worker cliques (PR #12769) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("tag", "suffixed"), [("1.4.0", False), ("1.6.1", True)])
+def test_grove_worker_cliques_carry_the_worker_hash_from_1_5_0(tag: str, suffixed: bool) -> None:
+    r = render(dgd(f"{RUNTIME}:{tag}"), multinode={"orchestrator": "grove"})
+    (clique,) = r.workloads[0]["spec"]["template"]["cliques"]
+    main = clique["spec"]["podSpec"]["containers"][0]
+    want = r.worker_hash if suffixed else None
+    assert clique["labels"].get("nvidia.com/dynamo-worker-hash") == want
+    assert env(main).get("DYN_NAMESPACE_WORKER_SUFFIX") == want
