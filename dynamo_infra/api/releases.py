@@ -110,7 +110,8 @@ NATIVE_RUST_EPP = Gate("NativeRustEPP", V1_5_0, "first release shipping the nati
 PLANNER_DGD_COMPONENT_STATUS = Gate(
     "PlannerDGDComponentStatus", V1_6_0, "first planner that reads component status, not pod templates"
 )
-# The resolved runtime version is part of the worker hash input (PR #12633).
+# The resolved runtime version is part of the worker hash input (PR #12633); render.worker_hash also
+# normalises those workers' specs there, and Grove worker cliques carry the hash from it on (PR #12769).
 RUNTIME_VERSION_IN_WORKER_HASH = Gate(
     "RuntimeVersionInWorkerHash", V1_5_0, "a new runtime release starts a new worker generation"
 )
