@@ -185,6 +185,9 @@ class ClusterOptions(CheckedModel):
     image_pull_secret_discovery: bool = True
     # Render an HPA for components with legacy `autoscaling.enabled` (the pinned operator ignores it).
     legacy_autoscaling_hpa: bool = False
+    # Apply the operator's runtime-version gates (`api.releases`); false renders every image as the
+    # operator at our pin did, whatever its runtime version (how the operator-rendered corpus was made).
+    runtime_version_gates: bool = True
 
     @property
     def grove_enabled(self) -> bool:

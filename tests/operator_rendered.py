@@ -43,8 +43,9 @@ PASSES: Mapping[str, Manifest] = {
     "lws": {"multinode": {"orchestrator": "lws"}},
     "grove": {"multinode": {"orchestrator": "grove"}},
 }
-# Every pass: DRA (the operator detects resource.k8s.io/v1 on Kubernetes 1.36).
-COMMON_OPTIONS: Manifest = {"dra": {"enabled": True}}
+# Every pass: DRA (the operator detects resource.k8s.io/v1 on Kubernetes 1.36); the operator at our pin
+# had no runtime-version gates (a 1.5.1 image rendered as any other).
+COMMON_OPTIONS: Manifest = {"dra": {"enabled": True}, "runtimeVersionGates": False}
 # Stack the platform objects are planned for (its name only lands in OWNER_ANNOTATION).
 STACK = "dynamo-infra/operator-rendered"
 

@@ -21,8 +21,10 @@ _IMAGE_TAG = re.compile(
 )
 # Version numbers are uint64 in Go.
 MAX_UINT64 = 2**64 - 1
-# `runtimeVersionOverride` as the CRD pattern allows it: strict `MAJOR.MINOR.PATCH`.
-_OVERRIDE = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+# An explicit `runtimeVersionOverride`: strict SemVer 2.0, no `v` (Masterminds `StrictNewVersion`).
+_OVERRIDE = re.compile(_IMAGE_TAG.pattern.removeprefix("[vV]?"))
+# The operator's error when `runtimeVersionOverride` is set but no semantic version.
+OVERRIDE_INVALID = 'must be a semantic version such as "1.1.0"'
 
 
 def image_tag(image: str) -> str:
@@ -56,9 +58,12 @@ class RuntimeVersion:
 
     @classmethod
     def parse(cls, value: str) -> RuntimeVersion | None:
-        """An explicit `runtimeVersionOverride` (`1.6.0`), else None."""
-        m = _OVERRIDE.fullmatch(value.strip())
-        return None if m is None else cls(int(m[1]), int(m[2]), int(m[3]))
+        """An explicit `runtimeVersionOverride` (`1.6.0`; untrimmed, no `v`), else None."""
+        m = _OVERRIDE.fullmatch(value)
+        if m is None:
+            return None
+        numbers = [int(g) for g in m.groups()[:3]]
+        return None if any(n > MAX_UINT64 for n in numbers) else cls(*numbers)
 
     @classmethod
     def of_image(cls, image: str) -> RuntimeVersion | None:
@@ -68,11 +73,10 @@ class RuntimeVersion:
 
 
 def resolve(image: str | None, override: str | None) -> RuntimeVersion | None:
-    """The runtime version the operator gates a component on: the override wins, else the image tag."""
+    """runtimeversion.Resolve: a set override is authoritative (an invalid one resolves to nothing, the
+    image tag is not consulted, and a tag that names another version does not matter); else the tag."""
     if override:
-        explicit = RuntimeVersion.parse(override)
-        if explicit is not None:
-            return explicit
+        return RuntimeVersion.parse(override)
     return RuntimeVersion.of_image(image or "") if image else None
 
 
@@ -92,7 +96,7 @@ class Gate:
 V1_5_0 = RuntimeVersion(1, 5, 0)
 V1_6_0 = RuntimeVersion(1, 6, 0)
 
-# Worker `DYN_HEALTH_CHECK_ENABLED=true` (canary health checks), except where a backend opts out.
+# Worker `DYN_HEALTH_CHECK_ENABLED=true` (canary health checks); no backend opts out at the 1.6.0 cut.
 CANARY_HEALTH_CHECKS = Gate(
     "CanaryHealthChecks", V1_5_0, "first runtime whose version is in the worker hash (PR #11083)"
 )
@@ -106,7 +110,8 @@ NATIVE_RUST_EPP = Gate("NativeRustEPP", V1_5_0, "first release shipping the nati
 PLANNER_DGD_COMPONENT_STATUS = Gate(
     "PlannerDGDComponentStatus", V1_6_0, "first planner that reads component status, not pod templates"
 )
-# The resolved runtime version is part of the worker hash input (PR #12633).
+# The resolved runtime version is part of the worker hash input (PR #12633); render.worker_hash also
+# normalises those workers' specs there, and Grove worker cliques carry the hash from it on (PR #12769).
 RUNTIME_VERSION_IN_WORKER_HASH = Gate(
     "RuntimeVersionInWorkerHash", V1_5_0, "a new runtime release starts a new worker generation"
 )

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from dynamo_infra.api import v1beta1
+from dynamo_infra.api import DynamoValidationError, Problem, releases, v1beta1
 from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
@@ -22,6 +23,20 @@ DISCOVERY_MODE_CONTAINER = "container"
 # GPU memory service / failover modes (v1beta1 spelling).
 GMS_INTRA_POD = "IntraPod"
 GMS_INTER_POD = "InterPod"
+
+
+def runtime_version(options: ClusterOptions, image: str, override: str) -> releases.RuntimeVersion | None:
+    """The runtime version a component's gates follow: `runtimeVersionOverride` when set, else the main
+    container image's tag; None when it names no version or the cluster renders without gates."""
+    return releases.resolve(image, override) if options.runtime_version_gates else None
+
+
+def runtime_version_problem(image: str, override: str, where: str) -> Problem | None:
+    """generateComponentContext's error: a set override that is no semantic version fails the render
+    (michaelfeil/dynamo 0479b99f `internal/dynamo/graph.go`)."""
+    if override and releases.resolve(image, override) is None:
+        return Problem(where, f"resolve runtime version override: {releases.OVERRIDE_INVALID}")
+    return None
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,13 @@ class GraphContext:
     @property
     def k8s_discovery(self) -> bool:
         return self.discovery_backend == DISCOVERY_KUBERNETES
+
+    def runtime_version(self, c: v1beta1.Component) -> releases.RuntimeVersion | None:
+        """A component's runtime version as its DCD's context resolves it (main image, override)."""
+        main = (c.pod_template.container(MAIN_CONTAINER) if c.pod_template else None) or {}
+        return runtime_version(
+            self.options, str(main.get("image") or ""), str(c.runtime_version_override or "")
+        )
 
 
 @dataclass(frozen=True)
@@ -145,6 +167,29 @@ class ComponentContext:
     def runtime_container(self) -> str:
         """The container Dynamo injects into: `runtime` in sidecar mode, else `main`."""
         return sidecar.runtime_container(self.template_spec, self.spec.get("runtimeVersionOverride"))
+
+    @property
+    def _runtime_version_inputs(self) -> tuple[str, str]:
+        """The image the operator reads the version from (the `runtime` sidecar's in sidecar mode), and
+        the override."""
+        runtime = self.runtime_sidecar or self.container(MAIN_CONTAINER) or {}
+        image = str(runtime.get("image") or "")
+        return image, str(self.spec.get("runtimeVersionOverride") or "")
+
+    @property
+    def runtime_version_problem(self) -> Problem | None:
+        """Why the component's runtime version cannot be resolved, when the override is invalid."""
+        return runtime_version_problem(
+            *self._runtime_version_inputs, f"components[{self.name}].runtimeVersionOverride"
+        )
+
+    @cached_property
+    def runtime_version(self) -> releases.RuntimeVersion | None:
+        """generateComponentContext's RuntimeVersion (see `runtime_version`); an invalid override is an error."""
+        problem = self.runtime_version_problem
+        if problem is not None:
+            raise DynamoValidationError([problem])
+        return runtime_version(self.options, *self._runtime_version_inputs)
 
     @property
     def discovery_backend(self) -> str:

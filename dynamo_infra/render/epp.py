@@ -1,5 +1,14 @@
 """EPP (endpoint picker) component and the graph objects that serve it: ConfigMap, InferencePool,
-DestinationRule."""
+DestinationRule.
+
+Two launch contracts, chosen by the EPP's runtime version (NativeRustEPP, 1.5.0): below it the legacy
+Go EPP as at our pin (CLI flags, config file from the ConfigMap); from it the native Rust EPP of the
+1.6 operator (no flags, no config, `HOME` pinned and the model-config cache mounted under it; no
+ConfigMap), from `internal/dynamo/component_epp.go` as its test at michaelfeil/dynamo eaf61940 pins it
+and `internal/controller` dgdEPPReconciler. The 1.6 operator picks the contract by `eppConfig` being
+set, which its webhook ties to the same release; it also drops the cache mount of the legacy EPP,
+which we keep so that no EPP below 1.5.0 restarts.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from collections.abc import Mapping
 
 from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.releases import NATIVE_RUST_EPP, RuntimeVersion
 from dynamo_infra.render import goyaml, names
 from dynamo_infra.render.component_common import BaseComponentDefaults, base_pod_spec, common_container
 from dynamo_infra.render.context import ComponentContext, GraphContext
@@ -37,9 +47,12 @@ TERMINATION_GRACE_PERIOD_S = 130
 CONFIG_KEY = "epp-config-dynamo.yaml"
 CONFIG_VOLUME = "epp-config"
 CONFIG_DIR = "/etc/epp"
-# HuggingFace cache for model config downloads.
+# HuggingFace cache for model config downloads (the legacy Go EPP runs as nonroot).
 HF_CACHE_VOLUME = "hf-cache"
 HF_CACHE_PATH = "/home/nonroot/.cache"
+# The native Rust EPP's HOME (the frontend image's user), pinned so its cache mount lands under it.
+NATIVE_HOME = "/home/dynamo"
+NATIVE_HF_CACHE_PATH = f"{NATIVE_HOME}/.cache"
 # Verbosity and log format of the EPP.
 LOG_VERBOSITY = "4"
 LOG_ENCODER = "json"
@@ -74,6 +87,11 @@ def _grpc_probe(**timing: int) -> Manifest:
     return {"grpc": {"port": GRPC_HEALTH_PORT, "service": GRPC_HEALTH_SERVICE}, **timing}
 
 
+def native_rust_epp(version: RuntimeVersion | None) -> bool:
+    """Whether an EPP of this runtime version runs the native Rust EPP contract."""
+    return NATIVE_RUST_EPP.enabled(version)
+
+
 class EPP(BaseComponentDefaults):
     def container(self, ctx: ComponentContext) -> Manifest:
         base = common_container(ctx)
@@ -83,6 +101,13 @@ class EPP(BaseComponentDefaults):
             *({"name": k, "value": v} for k, v in ENV),
             {"name": "DYN_NAMESPACE_PREFIX", "value": ctx.runtime_dynamo_namespace},
         ]
+        if native_rust_epp(ctx.runtime_version):
+            return {
+                **base,
+                "env": [*env, {"name": "HOME", "value": NATIVE_HOME}],
+                **self._ports_and_probes(),
+                "volumeMounts": [{"name": HF_CACHE_VOLUME, "mountPath": NATIVE_HF_CACHE_PATH}],
+            }
         args = [
             "--pool-name", pool_name(ctx.parent_name),
             "--pool-namespace", ctx.namespace,
@@ -97,6 +122,16 @@ class EPP(BaseComponentDefaults):
             **base,
             "args": args,
             "env": env,
+            **self._ports_and_probes(),
+            "volumeMounts": [
+                {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
+                {"name": HF_CACHE_VOLUME, "mountPath": HF_CACHE_PATH},
+            ],
+        }
+
+    @staticmethod
+    def _ports_and_probes() -> Manifest:
+        return {
             "ports": [
                 {"name": GRPC_PORT_NAME, "containerPort": GRPC_PORT, "protocol": "TCP"},
                 {"name": "grpc-health", "containerPort": GRPC_HEALTH_PORT, "protocol": "TCP"},
@@ -105,18 +140,16 @@ class EPP(BaseComponentDefaults):
             "livenessProbe": _grpc_probe(**LIVENESS),
             "readinessProbe": _grpc_probe(**READINESS),
             "startupProbe": _grpc_probe(**STARTUP),
-            "volumeMounts": [
-                {"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True},
-                {"name": HF_CACHE_VOLUME, "mountPath": HF_CACHE_PATH},
-            ],
         }
 
     def pod_spec(self, ctx: ComponentContext) -> Manifest:
+        cache = {"name": HF_CACHE_VOLUME, "emptyDir": {}}
+        native = native_rust_epp(ctx.runtime_version)
         return {
             **base_pod_spec(),
             "serviceAccountName": SERVICE_ACCOUNT,
             "terminationGracePeriodSeconds": TERMINATION_GRACE_PERIOD_S,
-            "volumes": [_config_volume(ctx), {"name": HF_CACHE_VOLUME, "emptyDir": {}}],
+            "volumes": [cache] if native else [_config_volume(ctx), cache],
         }
 
     def service_port(self, ctx: ComponentContext) -> Manifest:
@@ -198,13 +231,14 @@ def _labels(g: GraphContext, component: str) -> dict[str, str]:
 
 
 def epp_objects(g: GraphContext) -> list[Manifest]:
-    """ConfigMap (inline config only), InferencePool and, with Istio, the DestinationRule."""
+    """ConfigMap (legacy EPP with inline config only), InferencePool and, with Istio, the DestinationRule."""
     epp = epp_component(g.dgd)
     if epp is None:
         return []
     out: list[Manifest] = []
     cfg = epp.epp_config.to_wire() if epp.epp_config else {}
-    if not cfg.get("configMapRef"):
+    legacy = not native_rust_epp(g.runtime_version(epp))
+    if legacy and not cfg.get("configMapRef"):
         if cfg.get("config") is None:
             raise DynamoValidationError(
                 [

@@ -119,7 +119,8 @@ def graph_worker_hash(g: GraphContext) -> str:
             c.name: (generate_dcd(g, c, worker_hash.PLACEHOLDER), g.legacy.component(c.name))
             for c in g.dgd.spec.components or []
             if c.is_worker
-        }
+        },
+        runtime_version_gates=g.options.runtime_version_gates,
     )
 
 
@@ -190,6 +191,7 @@ def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: 
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
         problems.append(Problem(f"spec.components[{multinode[0].name}].multinode", NO_MULTINODE_ORCHESTRATOR))
+    problems.extend(p for ctx in contexts if (p := ctx.runtime_version_problem) is not None)
     problems.extend(checkpoint.gate_problems(g))
     if not grove_path:
         problems.extend(p for ctx in contexts if (p := dcd_type_problem(ctx)) is not None)
@@ -321,7 +323,10 @@ def grove_pathway(
 ) -> _Pathway:
     """One PodCliqueSet for the graph; per component only its Service, Ingress and VirtualService."""
     members = []
+    suffix = grove.worker_hash_suffix(g, whash)
     for c in g.dgd.spec.components or []:
+        if suffix and c.is_worker:
+            c = grove.with_worker_hash_label(c, suffix)
         spec = generate_dcd(g, c, None, grove=True)
         ctx = component_context(
             spec, g.options, g.legacy.component(c.name), g.dgd.spec.annotations, ready.get(c.name)

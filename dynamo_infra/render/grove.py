@@ -11,6 +11,7 @@ from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.field import Text, go_quote
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.releases import RUNTIME_VERSION_IN_WORKER_HASH
 from dynamo_infra.render import checkpoint, gms, kvtransfer, names
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
@@ -82,6 +83,30 @@ class Member:
 
     component: v1beta1.Component
     ctx: ComponentContext
+
+
+def worker_hash_suffix(g: GraphContext, whash: str | None) -> str | None:
+    """The worker hash Grove worker cliques carry (label and DYN_NAMESPACE_WORKER_SUFFIX), or None.
+
+    The operator stamps it on the worker pod templates of a new PodCliqueSet, and of an existing one
+    when the worker generation changes (PR #12769, 1.5.0; `dgd_grove_workload_renderer.go`
+    applyGroveWorkerHashSuffix at 05f14653a). Rendering knows no PodCliqueSet, so it is taken as on
+    when a worker runs runtime >= 1.5.0: the version enters the worker hash then, so that is always
+    a new generation, and a graph below it keeps rendering as at our pin.
+    """
+    workers = [c for c in g.dgd.spec.components or [] if c.is_worker]
+    if not whash or not any(RUNTIME_VERSION_IN_WORKER_HASH.enabled(g.runtime_version(c)) for c in workers):
+        return None
+    return whash
+
+
+def with_worker_hash_label(c: v1beta1.Component, whash: str) -> v1beta1.Component:
+    """The worker component with the worker hash on its pod template labels (as the operator sets it)."""
+    wire = c.to_wire()
+    template = dict(wire.get("podTemplate") or {})
+    meta = dict(template.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: whash}
+    return v1beta1.Component.parse({**wire, "podTemplate": {**template, "metadata": meta}})
 
 
 def roles(ctx: ComponentContext) -> list[gms.CliqueRole]:

@@ -27,6 +27,9 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 CORPUS_GRAPHS = CORPUS / "graphs"
 # Namespace the goldens are rendered into (graphs name none).
 NAMESPACE = "dynamo-golden"
+# Every golden is a render of the operator at our pin, which had no runtime-version gates (the gated
+# renders are tested in test_runtime_gates.py).
+PIN_OPTIONS: dict[str, Any] = {"runtimeVersionGates": False}
 # Cluster kinds (ClusterOptions data) a graph is also rendered for, by the features it uses.
 ISTIO = {"provider": "istio", "gateway": "istio-system/dynamo-gateway"}
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -108,7 +111,7 @@ class _Dumper(yaml.SafeDumper):
 
 
 def render_file(path: Path, variant: str | None = None) -> str:
-    options = ClusterOptions.parse(VARIANTS[variant]) if variant else ClusterOptions()
+    options = ClusterOptions.parse({**PIN_OPTIONS, **(VARIANTS[variant] if variant else {})})
     rendered: list[dict[str, Any]] = []
     for g in load_corpus(path).graphs:
         try:

@@ -23,15 +23,18 @@ from dynamo_infra.render import names
 from dynamo_infra.render.context import GraphContext
 from dynamo_infra.render.dcd import DCD_KIND, as_stored, generate_dcd
 from dynamo_infra.render.graph import graph_context, graph_worker_hash
-from dynamo_infra.render.worker_hash import worker_hash
+from dynamo_infra.render.legacy import LegacyComponent
+from dynamo_infra.render.worker_hash import hash_input, normalised_spec, worker_hash
 from tests.conftest import CORPUS, load_corpus
 
 RENDERED = CORPUS / "operator-rendered"
-# ClusterOptions of each pass beyond the namespace (operator-rendered/README.md).
+# ClusterOptions of each pass beyond the namespace (operator-rendered/README.md); the operator at our
+# pin had no runtime-version gates.
+PIN = {"runtimeVersionGates": False}
 PASSES: dict[str, dict[str, Any]] = {
-    "single": {"dra": {"enabled": True}},
-    "lws": {"dra": {"enabled": True}, "multinode": {"orchestrator": "lws"}},
-    "grove": {"dra": {"enabled": True}, "multinode": {"orchestrator": "grove"}},
+    "single": {**PIN, "dra": {"enabled": True}},
+    "lws": {**PIN, "dra": {"enabled": True}, "multinode": {"orchestrator": "lws"}},
+    "grove": {**PIN, "dra": {"enabled": True}, "multinode": {"orchestrator": "grove"}},
 }
 # Normalised away before comparing (operator-rendered/README.md).
 DROPPED_METADATA = ("uid", "resourceVersion", "creationTimestamp", "managedFields", "generation", "selfLink")
@@ -149,3 +152,176 @@ def test_dcds_are_compared_in_every_pass_that_has_them() -> None:
 def test_a_graph_without_workers_hashes_the_empty_map() -> None:
     """The operator hashes `{}` then (first 8 hex of SHA-256 of those two bytes)."""
     assert worker_hash({}) == "44136fa3"
+
+
+# --- the 1.6 operator's hash (hash_test.go at michaelfeil/dynamo 80b177f2, ported on generated DCDs) ---
+
+IMAGE_1_5 = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.5.0"
+VLLM_CACHE = "/root/.cache/vllm"
+
+
+def _worker_dcd(image: str | None = IMAGE_1_5, override: str = "", **spec: Any) -> Manifest:
+    """A generated worker DCD (placeholder hash) as the v1beta1 wire form holds it."""
+    body: dict[str, Any] = {"name": "worker", "type": "worker", **spec}
+    if image is not None:
+        body["podTemplate"] = {"spec": {"containers": [{"name": "main", "image": image}]}}
+    if override:
+        body["runtimeVersionOverride"] = override
+    labels = {names.LABEL_COMPONENT: "worker", names.LABEL_WORKER_HASH: names.WORKER_HASH_PLACEHOLDER}
+    return {"metadata": {"name": "test-worker", "labels": labels}, "spec": body}
+
+
+def _hash(dcd: Manifest, **kwargs: Any) -> str:
+    return worker_hash({"worker": (dcd, LegacyComponent())}, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "equal"),
+    [
+        # omits resolved versions before 1.5
+        (("registry.example/runtime:custom", ""), ("registry.example/runtime:custom", "1.4.9"), True),
+        # canonicalizes equivalent implicit and explicit versions
+        (
+            ("nvcr.io/nvidia/ai-dynamo/runtime:v1.5.0-cuda13", ""),
+            ("nvcr.io/nvidia/ai-dynamo/runtime:v1.5.0-cuda13", "1.5.0"),
+            True,
+        ),
+        # changes at the 1.5 boundary
+        (("registry.example/runtime:custom", "1.4.9"), ("registry.example/runtime:custom", "1.5.0"), False),
+        # tracks override changes after 1.5
+        (("registry.example/runtime:custom", "1.5.0"), ("registry.example/runtime:custom", "1.5.1"), False),
+    ],
+)
+def test_the_hash_uses_the_resolved_runtime_version(
+    left: tuple[str, str], right: tuple[str, str], equal: bool
+) -> None:
+    assert (_hash(_worker_dcd(*left)) == _hash(_worker_dcd(*right))) is equal
+
+
+def test_below_1_5_the_hash_input_is_the_pins() -> None:
+    """No version field and no normalisation for a 1.4 worker: its generation does not move."""
+    dcd = _worker_dcd("runtime:1.4.0", experimental={})
+    assert _hash(dcd) == _hash(dcd, runtime_version_gates=False)
+    assert '"runtimeVersion"' not in hash_input({"worker": (dcd, LegacyComponent())})
+    assert _hash(dcd) != _hash(_worker_dcd("runtime:1.4.0"))
+
+
+@pytest.mark.parametrize(
+    "experimental",
+    [{}, {"grove": {}}, {"grove": {"forceScalingGroup": False}}],
+    ids=["empty_experimental", "empty_grove", "explicit_false"],
+)
+def test_force_scaling_group_false_is_omission(experimental: Manifest) -> None:
+    omitted = _hash(_worker_dcd())
+    candidate = _worker_dcd(experimental=experimental)
+    original = copy.deepcopy(candidate)
+    assert _hash(candidate) == omitted
+    assert candidate == original
+    assert _hash(_worker_dcd(experimental={"grove": {"forceScalingGroup": True}})) != omitted
+
+
+@pytest.mark.parametrize(
+    "other",
+    [{"gpuMemoryService": {}}, {"failover": {}}, {"checkpoint": {"enabled": True}}],
+    ids=["gms", "failover", "enabled_checkpoint"],
+)
+def test_normalisation_keeps_other_experimental_features(other: Manifest) -> None:
+    spec = {"experimental": {**other, "grove": {"forceScalingGroup": False}}}
+    assert normalised_spec(spec)["experimental"] == other
+
+
+def _multinode(
+    nodes: int, roles: list[Manifest] | None = None, image: str | None = IMAGE_1_5, **spec: Any
+) -> Manifest:
+    extra = {"multinode": {"nodeCount": nodes}, **spec}
+    if roles is not None:
+        extra["roles"] = roles
+    return _worker_dcd(image, **extra)
+
+
+def test_explicit_roles_equal_to_the_implicit_layout_do_not_roll() -> None:
+    explicit = _multinode(4, [{"name": "worker"}, {"name": "leader"}])
+    assert _hash(explicit) == _hash(_multinode(4))
+
+
+def test_explicit_role_order_and_cardinality_do_not_roll() -> None:
+    override: Manifest = {
+        "apiVersion": "grove.io/v1alpha1",
+        "target": "PodCliqueTemplateSpec",
+        "value": {"topologyConstraint": {"topologyName": "cluster", "pack": {"required": "rack"}}},
+    }
+    roles: list[Manifest] = [{"name": "leader"}, {"name": "worker", "providerOverride": override}]
+    base = _hash(_multinode(4, roles))
+    assert base != _hash(_multinode(4))
+    assert _hash(_multinode(4, roles[::-1])) == base
+    with_replicas = [{**roles[0], "replicas": 1}, {**roles[1], "replicas": 3}]
+    assert _hash(_multinode(4, with_replicas)) == base
+
+
+def _role(name: str, image: str) -> Manifest:
+    return {"name": name, "podTemplate": {"spec": {"containers": [{"name": "main", "image": image}]}}}
+
+
+def test_role_pod_templates_create_a_rollout() -> None:
+    global_template = _multinode(2, image="global:1.5.0")
+    role_templates = _multinode(
+        2, [_role("leader", "leader:1.5.0"), _role("worker", "worker:1.5.0")], image=None
+    )
+    assert _hash(global_template) != _hash(role_templates)
+
+
+def test_role_pod_templates_are_order_independent() -> None:
+    roles = [_role("leader", "leader:1.5.0"), _role("worker", "worker:1.5.0")]
+    assert _hash(_multinode(2, roles, image=None)) == _hash(_multinode(2, roles[::-1], image=None))
+
+
+def test_a_role_runtime_version_override_creates_a_rollout() -> None:
+    roles = [_role("leader", "leader:latest"), _role("worker", "worker:latest")]
+    dcd = _multinode(2, roles, image=None, runtimeVersionOverride="1.5.0")
+    updated = _multinode(2, roles, image=None, runtimeVersionOverride="1.6.0")
+    assert _hash(dcd) != _hash(updated)
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "grove"),
+    [
+        ({"enabled": False}, None),
+        (
+            {
+                "enabled": False,
+                "checkpointRef": "existing-snapshot",
+                "startupPolicy": "WaitForCheckpoint",
+                "deletionPolicy": "Retain",
+            },
+            None,
+        ),
+        ({"enabled": False}, {"forceScalingGroup": True}),
+    ],
+    ids=["disabled", "disabled_with_options", "disabled_with_grove"],
+)
+def test_a_disabled_checkpoint_is_omission(checkpoint: Manifest, grove: Manifest | None) -> None:
+    omitted = _worker_dcd() if grove is None else _worker_dcd(experimental={"grove": grove})
+    disabled = _worker_dcd(experimental={**({"grove": grove} if grove else {}), "checkpoint": checkpoint})
+    original = copy.deepcopy(disabled)
+    assert _hash(omitted) == _hash(disabled)
+    assert disabled == original
+    assert _hash(_worker_dcd(experimental={"checkpoint": {"enabled": True}})) != _hash(_worker_dcd())
+
+
+def test_the_default_compilation_cache_path_is_omission() -> None:
+    omitted = _worker_dcd(backendFramework="vllm", compilationCache={"pvcName": "compilation-cache"})
+    explicit = _worker_dcd(
+        backendFramework="vllm", compilationCache={"pvcName": "compilation-cache", "mountPath": VLLM_CACHE}
+    )
+    assert _hash(omitted) == _hash(explicit)
+    for cache in ({"pvcName": "compilation-cache", "mountPath": "/custom/cache"}, {"pvcName": "other-cache"}):
+        assert _hash(_worker_dcd(backendFramework="vllm", compilationCache=cache)) != _hash(omitted)
+    sglang = {"backendFramework": "sglang", "compilationCache": {"pvcName": "c", "mountPath": VLLM_CACHE}}
+    assert normalised_spec(sglang)["compilationCache"]["mountPath"] == VLLM_CACHE
+
+
+def test_non_rollout_fields_do_not_roll_from_1_5() -> None:
+    base = _hash(_worker_dcd())
+    assert _hash(_worker_dcd(replicas=99)) == base
+    assert _hash(_worker_dcd(replicas=0, minAvailable=1)) == base
+    assert _hash(_worker_dcd(scalingAdapter={})) == base

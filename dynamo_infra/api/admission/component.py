@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dynamo_infra.api import v1alpha1, v1beta1
+from dynamo_infra.api import releases, v1alpha1, v1beta1
 from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.features import OperatorFeatures
 from dynamo_infra.api.admission.field import Text
@@ -38,6 +38,9 @@ RUNTIME_VERSION_OVERRIDE_REQUIRED = (
 )
 CHECKPOINT_DISABLED = "checkpoint functionality is disabled in the operator configuration"
 GMS_SNAPSHOT_DISABLED = "GMS + Snapshot is temporarily disabled; disable gpuMemoryService or enable the internal GMS + Snapshot gate"
+# eppConfig of a native Rust EPP (NativeRustEPP; internal/webhook/validation/shared_v1beta1.go,
+# eppRuntimeCompatibilityError, as of the 1.6.0 cut).
+EPP_CONFIG_NATIVE = "must be omitted for native Rust EPP images with runtime version 1.5.0 or later"
 # Component types failover cannot run on.
 _NO_FAILOVER_TYPES = ("epp", "frontend", "planner")
 
@@ -142,6 +145,12 @@ def _epp_problems(c: v1beta1.ComponentFields, at: At, scope: Scope) -> list[Prob
         out.append(field.forbidden(at("type"), NO_INFERENCE_POOL))
     if c.multinode is not None and c.multinode.node_count > 1:
         out.append(field.forbidden(at("multinode"), "EPP component cannot be multinode"))
+    version = releases.resolve(main_image(c, at)[0], c.runtime_version_override)
+    if releases.NATIVE_RUST_EPP.enabled(version):
+        # The native Rust EPP replicates; its contract has no eppConfig.
+        if c.epp_config is not None:
+            out.append(field.forbidden(at("eppConfig"), EPP_CONFIG_NATIVE))
+        return out
     if c.replicas is not None and c.replicas != 1:
         out.append(field.invalid(at("replicas"), c.replicas, "EPP component must have exactly 1 replica"))
     if c.epp_config is None:
