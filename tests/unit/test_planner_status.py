@@ -308,3 +308,34 @@ def test_the_fields_join_only_components_whose_workload_exists() -> None:
     assert status["observedGeneration"] == 7
     assert list(status["components"]) == ["a"]
     assert status["components"]["a"]["gpusPerEngine"] == 2 and status["components"]["a"]["replicas"] == 0
+
+
+@pytest.mark.parametrize("path", sorted(WHEEL_DISAGG.parent.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_profiler_template_of_the_1_6_1_wheel_gives_the_planner_its_workers(path: Path) -> None:
+    d: Manifest = yaml.safe_load(path.read_text())
+    record = records_round_trip(d, generation=1)
+    workers = [c["name"] for c in d["spec"]["components"] if c.get("type") in ("worker", "prefill", "decode")]
+    assert workers
+    for name in workers:
+        engine, replica, status = planner_accepts(record, name)
+        assert status["servedModelName"]
+        # The mocker declares no GPUs; every real backend's engine has its one GPU.
+        assert (engine, replica) == ((0, 0) if path.stem.startswith("mocker") else (1, 1))
+
+
+@pytest.mark.parametrize(("mode", "orchestrator"), [("IntraPod", None), ("InterPod", "grove")])
+def test_gpu_memory_service_counts_the_rendered_claim_or_the_weight_servers(
+    mode: str, orchestrator: str | None
+) -> None:
+    d = graph(decode_power=None)
+    decode = d["spec"]["components"][1]
+    decode["podTemplate"]["spec"]["containers"][0]["resources"]["limits"][GPUS] = "2"
+    decode["experimental"] = {"gpuMemoryService": {"mode": mode}}
+    options: Manifest = {"dra": {"enabled": True}}
+    if orchestrator:
+        options["multinode"] = {"orchestrator": orchestrator}
+    fields = planner_fields(d, ClusterOptions.model_validate(options))["decode"]
+    # IntraPod: the main container's GPUs become the rendered ResourceClaimTemplate's 2 devices.
+    # InterPod (Grove): the engine's GPUs are shared with its weight server through Grove's resource
+    # sharing, and the operator adds the engine's GPUs to the replica's.
+    assert (fields["gpusPerEngine"], fields["gpusPerReplica"]) == (2, 2)
