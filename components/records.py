@@ -17,17 +17,22 @@ from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.autoscaling import scale_target
-from dynamo_infra.render.records import adapter_record, runtime_namespace
+from dynamo_infra.render.planner_status import planner_component_status
+from dynamo_infra.render.records import PLANNER_STATUS_KEY, adapter_record, runtime_namespace
 from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner
 from dynamo_infra.render.status import READINESS
 
 
 def watched(
-    component: RenderedComponent, namespace: str, replicas: ReplicaOwner = REPLICAS_GRAPH
+    component: RenderedComponent,
+    namespace: str,
+    replicas: ReplicaOwner = REPLICAS_GRAPH,
+    planner: Manifest | None = None,
 ) -> Manifest:
     """What decides a component's status: its objects (and Grove's PodClique or scaling group), the
     workload among them, and its pods' Dynamo namespace; the object whose scale subresource carries its
-    replicas (`scaleTarget`, absent when none) and who owns them (`replicas`)."""
+    replicas (`scaleTarget`, absent when none) and who owns them (`replicas`); the planner's fields of
+    its status (`plannerStatus`, absent below the runtime that publishes them)."""
     objects = [stub(o["apiVersion"], o["kind"], namespace, o["metadata"]["name"]) for o in component.objects]
     target = component.scale_target
     if target:
@@ -44,6 +49,8 @@ def watched(
     with contextlib.suppress(ValueError):
         out["scaleTarget"] = scale_target(component.objects, component.scale_target)
     out["replicas"] = replicas
+    if planner:
+        out[PLANNER_STATUS_KEY] = dict(planner)
     return out
 
 
@@ -53,14 +60,21 @@ def records_props(
     """The records' inputs: the graph as written in the hub version, its adapters, what to watch and
     who owns each component's replicas (`replicas`, by component; default the graph)."""
     owners = replicas or {}
+    hub = to_hub(dgd).to_manifest()
+    specs = {str(c.get("name")): c for c in (hub.get("spec") or {}).get("components") or []}
+    graph_objects = (*rendered.shared, *rendered.workloads)
+
+    def planner(name: str, c: RenderedComponent) -> Manifest:
+        return planner_component_status(specs.get(name) or {}, c.objects, graph_objects)
+
     return {
         "namespace": rendered.namespace,
         "graph": rendered.name,
-        "dgd": to_hub(dgd).to_manifest(),
+        "dgd": hub,
         "annotations": dict(rendered.annotations),
         "adapters": {n: adapter_record(c.adapter) for n, c in rendered.components.items() if c.adapter},
         "components": {
-            n: watched(c, rendered.namespace, owners.get(n, REPLICAS_GRAPH))
+            n: watched(c, rendered.namespace, owners.get(n, REPLICAS_GRAPH), planner(n, c))
             for n, c in rendered.components.items()
         },
     }

@@ -15,7 +15,13 @@ from dynamo_infra.agent.errors import AgentError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient, stub
 from dynamo_infra.reconcile.observe import record_status
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGDSA_KIND, RECORD_API_VERSION, adapter_status
+from dynamo_infra.render.records import (
+    COMPONENTS_ANNOTATION,
+    DGDSA_KIND,
+    PLANNER_STATUS_KEY,
+    RECORD_API_VERSION,
+    adapter_status,
+)
 from dynamo_infra.render.replicas import REPLICAS_GRAPH
 from dynamo_infra.render.status import READINESS
 
@@ -34,6 +40,8 @@ class Component:
     replicas: str = REPLICAS_GRAPH
     scale_target: Manifest | None = None
     runtime_namespace: str = ""
+    # The planner's fields of its status (GPU shape, served model, ...): fixed by the rendering.
+    planner_status: Manifest | None = None
 
     def status_input(self) -> Manifest:
         """What `record_status` reads: the objects that decide readiness (the workload kinds; other
@@ -42,6 +50,8 @@ class Component:
         out: Manifest = {"watch": watch, "workload": self.workload}
         if self.runtime_namespace:
             out["runtimeNamespace"] = self.runtime_namespace
+        if self.planner_status:
+            out[PLANNER_STATUS_KEY] = self.planner_status
         return out
 
 
@@ -77,6 +87,9 @@ def components_of(dgd: Manifest) -> dict[str, Component]:
             if target
             else None,
             runtime_namespace=str(c.get("runtimeNamespace") or ""),
+            planner_status=dict(c[PLANNER_STATUS_KEY])
+            if isinstance(c.get(PLANNER_STATUS_KEY), dict)
+            else None,
         )
     return out
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.kube import KubeClient
-from dynamo_infra.render.records import graph_record_status
+from dynamo_infra.render.records import PLANNER_STATUS_KEY, graph_record_status
 from dynamo_infra.render.status import ComponentStatus, component_status
 
 # Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
@@ -51,6 +51,10 @@ def record_status(client: KubeClient, components: dict[str, Manifest], live: Man
     the condition times kept while a condition does not change)."""
     statuses, workloads = component_statuses(client, components)
     spaces = {n: str(c["runtimeNamespace"]) for n, c in components.items() if c.get("runtimeNamespace")}
+    planner = {n: dict(c[PLANNER_STATUS_KEY]) for n, c in components.items() if c.get(PLANNER_STATUS_KEY)}
+    # The generation of the DGD as read: the planner trusts the status only when they are equal.
     generation = int((live or {}).get("metadata", {}).get("generation", 0)) or None
     now = datetime.datetime.now(datetime.UTC).strftime(RFC3339)
-    return graph_record_status(statuses, workloads, spaces, generation, (live or {}).get("status"), now)
+    return graph_record_status(
+        statuses, workloads, spaces, generation, (live or {}).get("status"), now, planner
+    )

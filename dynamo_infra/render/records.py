@@ -2,7 +2,9 @@
 per adapted component, in the hub version, with the status the operator would write (pure).
 
 Dynamo's planner reads these: the DGD's `Ready` condition and `status.components[name]` replica
-counts, the DGDSA's scale subresource (`spec.replicas`, `status.replicas`, `status.selector`).
+counts, the DGDSA's scale subresource (`spec.replicas`, `status.replicas`, `status.selector`); a 1.6
+planner also the GPU shape, served model, runtime component and power limit of each component
+(`render.planner_status`), only while `status.observedGeneration` is the record's generation.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ RECORD_API_VERSION = v1beta1.API_VERSION
 RUNTIME_NAMESPACE_ENV = "DYN_NAMESPACE"
 # The worker hash a worker's runtime appends to that namespace (`<namespace>-<suffix>`).
 WORKER_SUFFIX_ENV = "DYN_NAMESPACE_WORKER_SUFFIX"
+# A component's entry in the records' `components`: its planner status fields (render.planner_status).
+PLANNER_STATUS_KEY = "plannerStatus"
 # DGD record annotation the dynamo-infra agent reads: per component what it watches, the object whose
 # scale subresource carries its replicas (`scaleTarget`) and who owns them (`replicas`).
 COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
@@ -135,13 +139,20 @@ def graph_record_status(
     generation: int | None = None,
     previous: Manifest | None = None,
     now: str = "",
+    planner: Mapping[str, Manifest] | None = None,
 ) -> Manifest:
     """The DGD status: `state`, the `Ready` condition, `status.components` from each component's live
-    workload (`workloads`; None: not created yet) with its Dynamo namespace, and the generation it
-    describes. With `now` (RFC 3339), conditions carry their transition time (`previous`: the status
-    as it is, whose times are kept while a condition does not change)."""
+    workload (`workloads`; None: not created yet) with its Dynamo namespace and its planner fields
+    (`planner`, by component: `render.planner_status`), and the generation it describes. With `now`
+    (RFC 3339), conditions carry their transition time (`previous`: the status as it is, whose times are
+    kept while a condition does not change)."""
     spaces = runtime_namespaces or {}
-    replicas = {name: replica_status(w, spaces.get(name)) for name, w in workloads.items() if w is not None}
+    fields = planner or {}
+    replicas = {
+        name: {**replica_status(w, spaces.get(name)), **fields.get(name, {})}
+        for name, w in workloads.items()
+        if w is not None
+    }
     out = dgd_status(dict(components), replicas)
     if now:
         out["conditions"] = with_transition_times(
