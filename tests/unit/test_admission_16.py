@@ -249,11 +249,11 @@ def test_multinode_only_for_worker_components() -> None:
     detail = "Forbidden: multinode is supported only for worker, prefill, or decode components"
     assert create(graph(frontend(multinode={"nodeCount": 2}))) == [f"spec.components[f].multinode: {detail}"]
     assert create(graph(worker(multinode={"nodeCount": 2}))) == []
-    # A multinode EPP keeps the pin's own message ("EPP component cannot be multinode").
+    # A multinode EPP keeps the pin's own message ("EPP component cannot be multinode"); a native
+    # (>= 1.5.0) EPP has no eppConfig.
     epp = {
         "name": "e",
         "type": "epp",
-        "eppConfig": {"configMapRef": {"name": "cm", "key": "k"}},
         "podTemplate": {"spec": {"containers": [main()]}},
     }
     assert create(graph({**epp, "multinode": {"nodeCount": 2}})) == [
