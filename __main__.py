@@ -12,10 +12,9 @@ from components import (
     Platform,
     PlatformArgs,
     read_mpi_ssh_secret,
-    read_neighbours,
     read_ownership,
 )
-from components.neighbours import DGD_CRD
+from components.neighbours import DGD_CRD, neighbour_problems, read_graph_records, running_worker_hashes
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
@@ -54,17 +53,17 @@ if ownership.agent_blocked:
     fail(f"dynamo-infra:agent: {ownership.agent_blocked}")
 # A namespace where the Dynamo operator manages graphs, or where another stack deploys a graph of the
 # same name, is refused here: before any resource is registered, so nothing is written.
+# The same list gives each deployed graph's running worker generation: one an earlier dynamo-infra
+# rendered keeps running until the graph's workers change (`keep_running_generation`).
+stack_name = f"{pulumi.get_project()}/{pulumi.get_stack()}"
 try:
-    neighbours = read_neighbours(
-        stack.kubeconfig,
-        stack.context,
-        options.namespace,
-        f"{pulumi.get_project()}/{pulumi.get_stack()}",
-        [dgd.name for dgd in stack.graphs],
-        platform_crd=DGD_CRD not in ownership.foreign_crds,
+    records = read_graph_records(
+        stack.kubeconfig, stack.context, options.namespace, platform_crd=DGD_CRD not in ownership.foreign_crds
     )
 except (KubeError, ValueError) as e:
     fail(f"{stack.kubeconfig_key}: cannot read the graphs of namespace {options.namespace}: {e}")
+neighbours = neighbour_problems(records, options.namespace, stack_name, [dgd.name for dgd in stack.graphs])
+running = running_worker_hashes(records, stack_name)
 if neighbours:
     fail("; ".join(neighbours))
 # As the operator copies its MPI SSH key secret into a graph namespace with multinode graphs.
@@ -119,6 +118,7 @@ for dgd in stack.graphs:
             delete_pvcs_on_destroy=stack.delete_pvcs_on_destroy,
             autoscalers=stack.autoscalers.get(dgd.name),
             agent=stack.agent is not None,
+            running_worker_hash=running.get(dgd.name),
             opts=pulumi.ResourceOptions(depends_on=[platform]),
         )
     except DynamoValidationError as e:

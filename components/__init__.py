@@ -8,7 +8,7 @@ from components.graph import (
     DynamoGraphDeploymentArgs,
 )
 from components.graph_plan import GraphPlan, plan_graph
-from components.neighbours import read_neighbours
+from components.neighbours import read_neighbours, read_running_worker_hashes
 from components.platform import Platform, read_mpi_ssh_secret, read_ownership
 from components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from components.pvc import PersistentVolumeClaim, PersistentVolumeClaimArgs
@@ -39,4 +39,5 @@ __all__ = [
     "read_mpi_ssh_secret",
     "read_neighbours",
     "read_ownership",
+    "read_running_worker_hashes",
 ]

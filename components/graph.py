@@ -177,6 +177,9 @@ class DynamoGraphDeploymentArgs:
     # Whether the dynamo-infra agent runs for the graph's namespace (it owns planner-scaled and
     # adapted replicas at run time).
     agent: bool = False
+    # The current worker hash of the graph's DGD record when it runs (`read_running_worker_hashes`): a
+    # generation an earlier dynamo-infra rendered keeps running until its workers change.
+    running_worker_hash: str | None = None
 
 
 def graph_args(
@@ -284,6 +287,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         delete_pvcs_on_destroy: bool = False,
         autoscalers: Mapping[str, Autoscaler] | None = None,
         agent: bool = False,
+        running_worker_hash: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         args = graph_args(
@@ -295,6 +299,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             delete_pvcs_on_destroy=delete_pvcs_on_destroy,
             autoscalers=autoscalers,
             agent=agent,
+            running_worker_hash=running_worker_hash,
         )
         own_opts, required = split_depends_on(opts)
         super().__init__(GRAPH_TYPE, name, None, own_opts)
@@ -306,6 +311,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             delete_pvcs_on_destroy=args.delete_pvcs_on_destroy,
             autoscalers=args.autoscalers,
             agent=args.agent,
+            running_worker_hash=args.running_worker_hash,
         )
         plan = self.plan
         for warning in plan.warnings:

@@ -19,6 +19,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource, load_graph
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
 from dynamo_infra.render.admission import review_graph
+from dynamo_infra.render.graph import keep_running_generation
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.preflight import unmet_needs
 from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner, replica_owners
@@ -146,19 +147,22 @@ def plan_graph(
     autoscalers: Mapping[str, Autoscaler] | None = None,
     admission: bool | None = None,
     agent: bool = False,
+    running_worker_hash: str | None = None,
 ) -> GraphPlan:
     """The plan of graph `name`. AdmissionDenied for a graph the operator's validating webhook would
     deny with these cluster options (`render.admission`; unless `admission` is False, by default
     `options.admission.enabled`); DynamoValidationError for autoscalers of components that do not
     hand their replicas over. Components that need what only the operator served at run time
     (`render.preflight`: a planner) need the dynamo-infra `agent`: without it, `unserved` says what
-    will not work."""
+    will not work. `running_worker_hash`: the current worker hash of the graph's DGD record when it is
+    deployed, so a generation an earlier dynamo-infra rendered keeps running (`keep_running_generation`)."""
     options = options or ClusterOptions()
     admitting = options.admission.enabled if admission is None else admission
     dgd = load_graph(graph, admission=admitting)
     review = review_graph(dgd, options, namespace) if admitting else Review()
     review.raise_denied()
     unserved = () if agent else tuple(str(p) for p in unmet_needs(dgd))
+    options = keep_running_generation(dgd, options, namespace, running_worker_hash)
     rendered = render_graph(dgd, options, namespace)
     awaited = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
     # Objects of the graph as a whole are applied, never awaited.

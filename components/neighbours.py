@@ -21,6 +21,7 @@ from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, PROGRAM_USER_AGENT, KubeClient, KubeError
 from dynamo_infra.reconcile.ownership import owner_of, stack_of
 from dynamo_infra.reconcile.takeover import DGD_KIND, DYNAMO_API_VERSIONS
+from dynamo_infra.render.names import ANNOTATION_CURRENT_WORKER_HASH
 from dynamo_infra.render.records import RECORD_API_VERSION
 
 # The DGD resource's plural and its CRD's name.
@@ -80,6 +81,17 @@ def neighbour_problems(
     return problems
 
 
+def running_worker_hashes(graphs_found: list[Manifest], stack: str) -> dict[str, str]:
+    """`graph name -> current worker hash` of the DGD records this stack wrote (the generation running)."""
+    out: dict[str, str] = {}
+    for meta in graphs_found:
+        if written_by_us(meta) and stack_of({"metadata": meta}) in (stack, ""):
+            running = (meta.get("annotations") or {}).get(ANNOTATION_CURRENT_WORKER_HASH)
+            if running:
+                out[str(meta.get("name"))] = str(running)
+    return out
+
+
 def read_versions(platform_crd: bool) -> tuple[str, ...]:
     """The Dynamo API versions to list DGDs in, best first: the platform's DGD CRD serves only the hub
     (v1beta1); another tool's (the operator's chart) stores v1alpha1 first, and reading another
@@ -87,6 +99,15 @@ def read_versions(platform_crd: bool) -> tuple[str, ...]:
     hub = (RECORD_API_VERSION,)
     rest = tuple(v for v in DYNAMO_API_VERSIONS if v != RECORD_API_VERSION)
     return (*hub, *rest) if platform_crd else (*rest, *hub)
+
+
+def read_graph_records(
+    kubeconfig: str, context: str | None, namespace: str, *, platform_crd: bool = True
+) -> list[Manifest]:
+    """The metadata of the namespace's DGDs (one list); `platform_crd`: whether the DGD CRD is the
+    platform's (or absent)."""
+    with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
+        return list_graphs(client, namespace, read_versions(platform_crd))
 
 
 def read_neighbours(
@@ -98,8 +119,15 @@ def read_neighbours(
     *,
     platform_crd: bool = True,
 ) -> list[str]:
-    """Why the stack (`project/stack`) cannot deploy `graphs` into `namespace` (empty when it can):
-    one list of DGD metadata; `platform_crd`: whether the DGD CRD is the platform's (or absent)."""
-    with KubeClient(connection.load(kubeconfig, context), PROGRAM_USER_AGENT) as client:
-        found = list_graphs(client, namespace, read_versions(platform_crd))
+    """Why the stack (`project/stack`) cannot deploy `graphs` into `namespace` (empty when it can)."""
+    found = read_graph_records(kubeconfig, context, namespace, platform_crd=platform_crd)
     return neighbour_problems(found, namespace, stack, graphs)
+
+
+def read_running_worker_hashes(
+    kubeconfig: str, context: str | None, namespace: str, stack: str, *, platform_crd: bool = True
+) -> dict[str, str]:
+    """`graph name -> running worker hash` of the stack's graphs in `namespace` (for a library program;
+    `__main__` takes them from the list it reads for the neighbours)."""
+    found = read_graph_records(kubeconfig, context, namespace, platform_crd=platform_crd)
+    return running_worker_hashes(found, stack)

@@ -405,6 +405,24 @@ def graph_context(
     )
 
 
+def keep_running_generation(
+    dgd: AnyDGD, options: ClusterOptions, namespace: str | None, running_worker_hash: str | None
+) -> ClusterOptions:
+    """The options to render a deployed graph with, so that upgrading this package restarts nothing.
+
+    A graph whose running worker generation (`running_worker_hash`: its DGD record's current worker
+    hash) is what the operator at our pin gives its spec, and not what the runtime-version gates
+    give, was deployed by a dynamo-infra without them: it keeps rendering so until its workers change
+    (a new generation then follows its runtime's release). Otherwise `options` as they are.
+    """
+    if not running_worker_hash or not options.runtime_version_gates:
+        return options
+    if graph_worker_hash(graph_context(dgd, options, namespace)) == running_worker_hash:
+        return options
+    held = options.model_copy(update={"runtime_version_gates": False})
+    return held if graph_worker_hash(graph_context(dgd, held, namespace)) == running_worker_hash else options
+
+
 def render_graph(
     dgd: AnyDGD,
     options: ClusterOptions | None = None,

@@ -1,11 +1,13 @@
 """Upgrading this package under a running graph, through the real Pulumi CLI on the local control plane.
 
 A stack deployed by the package as it was before the Dynamo 1.6 work (the last landed commit,
-`BASELINE`, read from this repository's history) runs a graph with 1.4.0 images. The same stack is
-then previewed and updated by the package of this checkout: the graph's resources preview `same`, the
-Dynamo CRDs move forward to the 1.6 set (v1beta1 with `roles`), and not one pod of the graph is
-replaced. Then the graph's images go to 1.6.1: its workers roll to new worker-hash names with the 1.5
-defaults, as the 1.6 operator rolls them.
+`BASELINE`, read from this repository's history) runs two graphs: one with 1.4.0 images, one with 1.6.1
+images (which that package rendered as the operator at our pin). The same stack is then previewed and updated
+by the package of this checkout: the graphs' workloads preview `same` (a running generation an earlier
+package rendered keeps running: `render.graph.keep_running_generation`), the Dynamo CRDs move forward
+to the 1.6 set (v1beta1 with `roles`), and not one pod of the graph is replaced. Then the graph's
+workers change (1.6.1 images, another engine argument): the worker rolls to a new worker-hash name with
+the 1.5 defaults, as the 1.6 operator rolls it.
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ from tools.localcluster import LocalCluster
 # The last commit landed before the Dynamo 1.5/1.6 rendering: what existing stacks were made with.
 BASELINE = "817d0a9bd78e9ff70c2fa80a9a983e967b1a8486"
 GRAPH = "examples/mocker-agg.yaml"
+# The same graph on 1.6.1 images, deployed beside it.
+GRAPH_16 = "examples/mocker-agg-16.yaml"
+GRAPH_16_NAME = "mocker-agg-16"
 DGD_CRD = "dynamographdeployments.nvidia.com"
-# The tag the graph is upgraded to.
+# How long a CRD may take to be deleted with its objects.
+CRD_WAIT_S = 60
+# The tag the graph's workers move to, and the baseline graph's own.
 NEW_RUNTIME = "1.6.1"
-OLD_RUNTIME = "1.4.0"
+BASELINE_RUNTIME = "1.4.0"
+# The worker's engine argument the change also touches (mocker speed-up ratio).
+SPEEDUP = ('--speedup-ratio\n            - "10"', '--speedup-ratio\n            - "20"')
 
 
 def baseline_tree(dest: Path) -> Path:
@@ -105,8 +114,50 @@ def v1beta1_component_fields(crd: Manifest) -> set[str]:
     return set(spec["properties"]["components"]["items"]["properties"])
 
 
+def remove_dynamo_crds(kube: KubeClient, tree: Path) -> None:
+    """Delete the Dynamo CRDs `tree` ships (and every object of their kinds), waiting until they are gone."""
+    for path in sorted((tree / "stacks" / "crds" / "dynamo").glob("*.yaml")):
+        name = path.name.removesuffix(".yaml").split("_", 1)[1]
+        kube.delete(crd_stub(name), propagation="Background")
+        assert kube.wait_deleted(crd_stub(name), CRD_WAIT_S), name
+
+
 def with_images(graph: Path, old: str, new: str) -> None:
     graph.write_text(graph.read_text().replace(f":{old}", f":{new}"))
+
+
+def lay_graphs(project: Path, tree: Path) -> list[Path]:
+    """The baseline's mocker graph as it is (1.4.0 images), and a copy on 1.6.1 images with its own
+    name and claim (`GRAPH_16`)."""
+    text = (tree / GRAPH).read_text()
+    assert f":{BASELINE_RUNTIME}" in text and "name: mocker-agg\n" in text
+    old, new = project / GRAPH, project / GRAPH_16
+    old.write_text(text)
+    new.write_text(
+        text.replace(f":{BASELINE_RUNTIME}", f":{NEW_RUNTIME}")
+        .replace("name: mocker-agg\n", f"name: {GRAPH_16_NAME}\n")
+        .replace("model-store", "model-store-16")
+    )
+    return [old, new]
+
+
+def changed_workers(graph: Path) -> None:
+    """The graph's workers changed: images to `NEW_RUNTIME` and another engine argument."""
+    with_images(graph, BASELINE_RUNTIME, NEW_RUNTIME)
+    text = graph.read_text()
+    assert SPEEDUP[0] in text
+    graph.write_text(text.replace(*SPEEDUP))
+
+
+def worker_main(kube: KubeClient, namespace: str, graph: str) -> tuple[str, Manifest]:
+    """The name and main container of the graph's worker Deployment."""
+    (deployment,) = [
+        d
+        for d in kube.list("apps/v1", "Deployment", namespace)
+        if d["metadata"]["name"].startswith(f"{graph}-mockerworker")
+    ]
+    (main,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "main"]
+    return deployment["metadata"]["name"], main
 
 
 def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
@@ -116,15 +167,17 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
         old = baseline_tree(tmp_path / "baseline")
     except subprocess.CalledProcessError as e:
         pytest.fail(f"this clone lacks the baseline commit {BASELINE} (a shallow clone?): {e.stderr!r}")
+    # The cluster as the baseline package left it: its Dynamo CRDs, not a newer package's.
+    with kube_client(cluster) as kube:
+        remove_dynamo_crds(kube, old)
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "state").mkdir()
     lay_project(project, old)
+    graphs = lay_graphs(project, old)
     namespace = unique("upgrade")
-    graph = project / GRAPH
-    assert f":{OLD_RUNTIME}" in graph.read_text()
 
-    # The baseline package deploys the graph (its code first on the program's and providers' path).
+    # The baseline package deploys both graphs (its code first on the program's and providers' path).
     stack = stack_of(project, "upgrade", {"PYTHONPATH": str(old)})
     kubeconfig = graphs_kubeconfig(cluster, namespace, tmp_path)
     cluster_options = {"namespace": namespace, "await": {"timeoutSeconds": 180}}
@@ -133,51 +186,52 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
             "dynamo-infra:kubeconfigPath": auto.ConfigValue(str(cluster.kubeconfig)),
             "dynamo-infra:graphKubeconfigPath": auto.ConfigValue(str(kubeconfig)),
             "dynamo-infra:cluster": auto.ConfigValue(json.dumps(cluster_options)),
-            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(graph)])),
+            "dynamo-infra:graphs": auto.ConfigValue(json.dumps([str(g) for g in graphs])),
         }
     )
     run_up(stack)
     with kube_client(cluster) as kube:
         pods_before, workloads_before = pods(kube, namespace), workloads(kube, namespace)
-        assert pods_before and workloads_before
+        assert len(workloads_before) == 4, workloads_before
         old_crd = kube.get(crd_stub(DGD_CRD))
         assert old_crd is not None and "roles" not in v1beta1_component_fields(old_crd)
 
     # This checkout's package: the same stack, its program and CRDs, no baseline on the path.
     lay_project(project, REPO)
-    shutil.copy(old / GRAPH, graph)
+    lay_graphs(project, old)
     stack = stack_of(project, "upgrade", {})
     ops = preview_ops(stack)
-    graph_ops = {urn: op for urn, op in ops.items() if "CustomResourceDefinition" not in urn}
-    changed = {urn: op for urn, op in graph_ops.items() if op != "same"}
-    assert changed == {}, changed
+    changed = {
+        urn.rsplit("::", 1)[1]: op
+        for urn, op in ops.items()
+        if op != "same" and "CustomResourceDefinition" not in urn
+    }
+    # The 1.6.1 graph's record now carries the status the 1.6 planner reads (a record, not a pod).
+    assert changed == {f"{GRAPH_16_NAME}-records": "update"}, changed
     crd_ops = {urn.rsplit("::", 1)[1]: op for urn, op in ops.items() if "CustomResourceDefinition" in urn}
     assert any(op == "update" for op in crd_ops.values()), crd_ops
     run_up(stack)
     with kube_client(cluster) as kube:
-        assert pods(kube, namespace) == pods_before, "a pod of the running graph was replaced"
-        assert workloads(kube, namespace) == workloads_before, "a workload of the running graph changed"
+        assert pods(kube, namespace) == pods_before, "a pod of a running graph was replaced"
+        assert workloads(kube, namespace) == workloads_before, "a workload of a running graph changed"
         new_crd = kube.get(crd_stub(DGD_CRD))
         assert new_crd is not None and "roles" in v1beta1_component_fields(new_crd)
+        _, held = worker_main(kube, namespace, GRAPH_16_NAME)
+        assert {e["name"]: e.get("value") for e in held["env"]}["DYN_HEALTH_CHECK_ENABLED"] == "false"
     assert set(preview_ops(stack).values()) == {"same"}
 
-    # The graph's images to 1.6.1: its worker rolls to a new worker-hash name, with the 1.5 defaults.
-    with_images(graph, OLD_RUNTIME, NEW_RUNTIME)
-    ops = preview_ops(stack)
-    assert "create" in ops.values() or "update" in ops.values(), ops
+    # The graphs' workers change: each worker rolls to a new worker-hash name, with the 1.5 defaults.
+    for graph in graphs:
+        changed_workers(graph)
     run_up(stack)
     with kube_client(cluster) as kube:
-        after = workloads(kube, namespace)
-        worker = [n for n in after if "worker" in n]
-        assert len(worker) == 1 and worker[0] not in workloads_before, (workloads_before, after)
-        (deployment,) = [
-            d for d in kube.list("apps/v1", "Deployment", namespace) if d["metadata"]["name"] in worker
-        ]
-        (main,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "main"]
-        env = {e["name"]: e.get("value") for e in main.get("env") or []}
-        assert env["DYN_HEALTH_CHECK_ENABLED"] == "true"
-        assert main["livenessProbe"]["failureThreshold"] == 3
-        assert main["image"].endswith(f":{NEW_RUNTIME}")
+        for graph_name in ("mocker-agg", GRAPH_16_NAME):
+            name, main = worker_main(kube, namespace, graph_name)
+            assert name not in workloads_before, (name, workloads_before)
+            env = {e["name"]: e.get("value") for e in main.get("env") or []}
+            assert env["DYN_HEALTH_CHECK_ENABLED"] == "true"
+            assert main["livenessProbe"]["failureThreshold"] == 3
+            assert main["image"].endswith(f":{NEW_RUNTIME}")
     destroy_lines: list[str] = []
     assert stack.destroy(on_output=destroy_lines.append).summary.result == "succeeded", destroy_lines[-TAIL:]
     stack.workspace.remove_stack("upgrade")
