@@ -348,3 +348,71 @@ def test_referenced_pod_snapshot_is_looked_up_never_written(monkeypatch: pytest.
     assert outs(CheckpointProvider().update("id", {}, props(ref)))["ready"] is True
     CheckpointProvider().delete("id", props(ref))
     assert fake.writes == [] and fake.deleted == []
+
+
+def test_compatibility_hash_equals_the_operators_known_answer() -> None:
+    """TestComputeSnapshotCompatibilityHashV2KnownAnswer (karya0/dynamo@689a20b4914fa4e8afc0af35e8bd8780f60e4e74
+    deploy/operator/internal/checkpoint/compatibility_test.go): the v2 contract, Go-encoded, hashed."""
+    ro = {"readOnly": True}
+    main = {
+        "name": "main",
+        "image": "registry.example/worker@sha256:" + "1" * 64,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "-m", "dynamo.vllm"],
+        "args": ["--model", "/models/model", "--tensor-parallel-size", "1"],
+        "workingDir": "/workspace",
+        "env": [
+            {"name": "MODEL_ROOT", "value": "/models"},
+            {"name": "MODEL_PATH", "value": "$(MODEL_ROOT)/model"},
+            {"name": "DYN_NAMESPACE", "value": "capture-runtime"},
+        ],
+        "envFrom": [{"prefix": "WORKER_", "configMapRef": {"name": "worker-config"}}],
+        "resources": {
+            "limits": {"nvidia.com/gpu": "1", "memory": "64Gi"},
+            "requests": {"nvidia.com/gpu": "1", "memory": "32Gi"},
+            "claims": [{"name": "accelerator", "request": "gpu"}],
+        },
+        "volumeMounts": [
+            {"name": "models", "mountPath": "/models", **ro},
+            {"name": "config", "mountPath": "/etc/worker", **ro},
+        ],
+        "securityContext": {"runAsNonRoot": True, "allowPrivilegeEscalation": False},
+    }
+    prepare = {
+        "name": "prepare",
+        "image": "registry.example/prepare@sha256:" + "2" * 64,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/bin/sh", "-c"],
+        "args": ["cp /input/config.yaml /output/config.yaml"],
+        "volumeMounts": [
+            {"name": "config", "mountPath": "/input", **ro},
+            {"name": "models", "mountPath": "/output"},
+        ],
+    }
+    requirement = {"key": "nvidia.com/gpu.memory", "operator": "Gt", "values": ["70000"]}
+    pod = {
+        "containers": [main],
+        "initContainers": [prepare],
+        "volumes": [
+            {"name": "models", "persistentVolumeClaim": {"claimName": "model-cache", **ro}},
+            {"name": "config", "configMap": {"name": "worker-config"}},
+        ],
+        "hostNetwork": True,
+        "hostPID": True,
+        "shareProcessNamespace": True,
+        "securityContext": {"runAsNonRoot": True, "fsGroup": 1000},
+        "runtimeClassName": "nvidia",
+        "nodeName": "gpu-node-07",
+        "nodeSelector": {"kubernetes.io/arch": "amd64", "nvidia.com/gpu.product": "H100"},
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [requirement]}]
+                }
+            }
+        },
+        "schedulerName": "gpu-scheduler",
+        "resourceClaims": [{"name": "accelerator", "resourceClaimName": "gpu-claim"}],
+    }
+    got = sn.compatibility_hash(pod, "main", "vllm", "IntraPod", "gpu.nvidia.com/h100")
+    assert got == "bdd84a0ec0b3c59217f168356fd65f64507e30de28e7d4fe2eda7290dd9f80f1"
