@@ -25,6 +25,9 @@ from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import snapshot as sn
 
+# The API server's words when the installed CRD lacks a field we write, and what to do then.
+UNDECLARED = "field not declared in schema"
+OLD_CRD = "the cluster's snapshot CRDs predate the API the 1.6 operator writes (api v0.1.0); upgrade {source}"
 # Where to look when the API is missing.
 NOT_SERVED = "the cluster does not serve {api} {kind}; install {source} and its operator and node agent"
 
@@ -77,7 +80,9 @@ def _observe(client: KubeClient, ins: CheckpointInputs) -> tuple[str, str, Manif
 
 
 def _apply_job(client: KubeClient, ins: CheckpointInputs) -> None:
-    """Create the SnapshotJob (immutable), keep ours, recreate a failed one of an earlier `up`."""
+    """syncAutomaticSnapshotJob: create the SnapshotJob once (its spec is immutable; the API server may
+    also prune parts of it), later only keep its deletion policy; recreate a failed one of an earlier
+    `up`."""
     key = f"{sn.SNAPSHOT_JOB} {ins.namespace}/{meta(ins.checkpoint)['name']}"
     refuse_foreign(client, {key: _job_stub(ins)}, ins.owner)
     live = client.get(_job_stub(ins))
@@ -86,12 +91,26 @@ def _apply_job(client: KubeClient, ins: CheckpointInputs) -> None:
         if client.delete(live, propagation="Foreground"):
             client.wait_deleted(live, DELETE_TIMEOUT_S)
         live = None
-    if live is None:
-        log(f"{key}: creating it")
+    if live is not None:
+        _keep_deletion_policy(client, ins, live)
+        return
+    log(f"{key}: creating it")
     try:
         client.apply(with_inventory(ins.checkpoint, ins.owner, owner_id(ins.owner)))
     except KubeError as e:
-        raise CheckpointFailed(f"{key}: {e} (a SnapshotJob's spec is immutable)") from e
+        if UNDECLARED in str(e):
+            raise CheckpointFailed(f"{key}: {e}; {OLD_CRD.format(source=sn.CRD_SOURCE)}") from e
+        raise CheckpointFailed(f"{key}: {e}") from e
+
+
+def _keep_deletion_policy(client: KubeClient, ins: CheckpointInputs, live: Manifest) -> None:
+    """The one mutable setting of an existing automatic capture: its deletion-policy annotation."""
+    want = (meta(ins.checkpoint).get("annotations") or {}).get(sn.ANNOTATION_DELETION_POLICY)
+    have = (meta(live).get("annotations") or {}).get(sn.ANNOTATION_DELETION_POLICY)
+    if want is None or want == have:
+        return
+    pointer = "/metadata/annotations/" + sn.ANNOTATION_DELETION_POLICY.replace("~", "~0").replace("/", "~1")
+    client.patch(live, [{"op": "add", "path": pointer, "value": want}])
 
 
 def _await(client: KubeClient, ins: CheckpointInputs, label: str) -> tuple[str, str]:

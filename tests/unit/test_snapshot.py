@@ -223,6 +223,7 @@ class FakeClient:
         self.objects = {object_key(o): o for o in objects or []}
         self.writes: list[str] = []
         self.deleted: list[str] = []
+        self.patches: list[tuple[str, list[Manifest]]] = []
 
     def __enter__(self) -> FakeClient:
         return self
@@ -243,6 +244,10 @@ class FakeClient:
         self.writes.append(object_key(obj))
         live = self.objects.get(object_key(obj)) or {}
         self.objects[object_key(obj)] = {**obj, **({"status": live["status"]} if "status" in live else {})}
+        return obj
+
+    def patch(self, obj: Manifest, operations: list[Manifest], **_: Any) -> Manifest:
+        self.patches.append((object_key(obj), operations))
         return obj
 
     def delete(self, obj: Manifest, **_: Any) -> bool:
@@ -319,6 +324,7 @@ def test_snapshot_job_is_created_and_ready_once_its_pod_snapshot_is(monkeypatch:
     }
     updated = outs(CheckpointProvider().update("id", {}, props(job)))
     assert updated["phase"] == "Ready" and updated["ready"] is True
+    assert fake.writes == [object_key(job)], "a SnapshotJob is created once: its spec is immutable"
     CheckpointProvider().delete("id", props(job))
     assert fake.deleted == [object_key(job), object_key(pod_snapshot)]
 
@@ -416,3 +422,18 @@ def test_compatibility_hash_equals_the_operators_known_answer() -> None:
     }
     got = sn.compatibility_hash(pod, "main", "vllm", "IntraPod", "gpu.nvidia.com/h100")
     assert got == "bdd84a0ec0b3c59217f168356fd65f64507e30de28e7d4fe2eda7290dd9f80f1"
+
+
+def test_existing_snapshot_job_only_gets_its_deletion_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    job = snapshot_job()
+    fake = FakeClient(objects=[job])
+    monkeypatch.setattr(base.Inputs, "client", lambda self: fake)
+    monkeypatch.setattr(snapshot_calls, "refuse_foreign", lambda *a, **kw: {})
+    CheckpointProvider().update("id", {}, props(job))
+    assert fake.writes == [] and fake.patches == []
+    annotations = {**job["metadata"]["annotations"], sn.ANNOTATION_DELETION_POLICY: "Retain"}
+    retained = {**job, "metadata": {**job["metadata"], "annotations": annotations}}
+    CheckpointProvider().update("id", {}, props(retained))
+    path = "/metadata/annotations/nvidia.com~1dynamo-checkpoint-deletion-policy"
+    assert fake.patches == [(object_key(job), [{"op": "add", "path": path, "value": "Retain"}])]
+    assert fake.writes == []
