@@ -24,7 +24,7 @@ from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render import snapshot as sn
 from tests.conftest import CORPUS
-from tests.integration.harness import kube_client
+from tests.integration.harness import graph_stack, kube_client, preview_failure
 from tools.localcluster import LocalCluster
 
 CRDS = sorted((CORPUS / "crds" / "snapshot").glob("*.yaml"))
@@ -147,6 +147,26 @@ def with_template_metadata(crd: Manifest) -> Manifest:
             "properties": {"labels": strings, "annotations": strings},
         }
     return crd
+
+
+def test_preview_of_a_graph_fails_naming_what_to_install(
+    tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster, kube: KubeClient
+) -> None:
+    """Through the Pulumi CLI: a 1.6 graph with an automatic capture, on a cluster without the API."""
+    if kube.serves(sn.API_VERSION, sn.SNAPSHOT_JOB):
+        pytest.skip("the cluster serves the snapshot API already")
+    dgd = {
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "snap"},
+        "spec": {"components": [worker()]},
+    }
+    with graph_stack(
+        tmp_path_factory, cluster, "snap", yaml.safe_dump(dgd), checkpoint={"enabled": True}
+    ) as rig:
+        output = preview_failure(rig.stack)
+    assert "does not serve nvidia.com/v1alpha1 SnapshotJob" in output, output[-3000:]
+    assert "install the ai-dynamo/snapshot chart" in output
 
 
 @pytest.fixture(scope="module")
