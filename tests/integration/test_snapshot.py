@@ -236,3 +236,38 @@ def test_referenced_pod_snapshot_is_only_looked_up(
     assert updated.outs is not None and updated.outs["ready"] is True
     provider.delete(created.id, updated.outs)
     assert kube.get(snap) is not None, "someone else's PodSnapshot is never deleted"
+
+
+def test_up_creates_the_snapshot_job_and_restores_once_its_snapshot_is_ready(
+    tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster, snapshot_api: None
+) -> None:
+    """Through the Pulumi CLI (the graphs' least-privilege Role): an Immediate worker starts cold beside
+    its SnapshotJob; once Snapshot reports the capture, the next `up` restores its pods from it."""
+    dgd = {
+        "apiVersion": v1beta1.API_VERSION,
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": "snapup"},
+        "spec": {"components": [worker()]},
+    }
+    with graph_stack(
+        tmp_path_factory, cluster, "snapup", yaml.safe_dump(dgd), checkpoint={"enabled": True}
+    ) as rig:
+        rig.up()
+        (job,) = rig.kube.list(sn.API_VERSION, sn.SNAPSHOT_JOB, rig.ns)
+        state = rig.outputs["graphs"].value["snapup"]["checkpoints"]["worker"]
+        assert state["checkpointName"] == job["metadata"]["name"] and state["phase"] == "Creating"
+        template = rig.deployment("snapup-worker")["spec"]["template"]
+        assert sn.ANNOTATION_RESTORE_FROM not in (template["metadata"].get("annotations") or {})
+
+        name = job["metadata"]["name"]
+        set_status(rig.kube, job, {"podSnapshotName": name, "conditions": [condition("Completed")]})
+        snap = pod_snapshot(rig.ns, name, {sn.LABEL_SNAPSHOT_JOB: name})
+        rig.kube.apply(snap, manager=SNAPSHOT_MANAGER)
+        set_status(rig.kube, snap, {"conditions": [condition("Ready")]})
+        rig.up()
+        state = rig.outputs["graphs"].value["snapup"]["checkpoints"]["worker"]
+        assert state["ready"] is True
+        template = rig.deployment("snapup-worker")["spec"]["template"]
+        assert template["metadata"]["annotations"][sn.ANNOTATION_RESTORE_FROM] == name
+        volumes = {v["name"] for v in template["spec"]["volumes"]}
+        assert "snapshot-control" in volumes
