@@ -382,7 +382,8 @@ def restores(ctx: ComponentContext) -> bool:
 
 
 def _destinations(ctx: ComponentContext) -> list[str]:
-    """Restore destinations: the target container (the engine containers with intra-pod failover)."""
+    """Restore destinations: the target container (failover with a checkpoint, whose engines would all
+    be destinations, is refused by admission in 1.6)."""
     return [target_container(ctx)]
 
 

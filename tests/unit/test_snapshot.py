@@ -437,3 +437,10 @@ def test_existing_snapshot_job_only_gets_its_deletion_policy(monkeypatch: pytest
     path = "/metadata/annotations/nvidia.com~1dynamo-checkpoint-deletion-policy"
     assert fake.patches == [(object_key(job), [{"op": "add", "path": path, "value": "Retain"}])]
     assert fake.writes == []
+
+
+def test_runtime_version_override_selects_the_snapshot_api_for_an_untagged_image() -> None:
+    c = ckpt_worker("my-registry/vllm-runtime:my-tag")
+    assert render(c).checkpoints[0]["kind"] == "DynamoCheckpoint"
+    (job,) = render({**c, "runtimeVersionOverride": "1.5.0"}).checkpoints
+    assert job["kind"] == "SnapshotJob"
