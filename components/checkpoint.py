@@ -1,4 +1,5 @@
-"""Checkpoint: one DynamoCheckpoint and its capture Job, run as the operator's checkpoint controller."""
+"""Checkpoint: one DynamoCheckpoint and its capture Job, run as the operator's checkpoint controller; for
+runtimes from 1.5.0 on, a SnapshotJob (automatic capture) or a referenced PodSnapshot."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pulumi.dynamic import Resource
 
 from components.args import args_of
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
+from dynamo_infra.reconcile.checkpoint_provider import SNAPSHOT_KINDS, CheckpointProvider
 from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
 
 
@@ -18,7 +19,7 @@ from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
 class CheckpointArgs:
     """The inputs of a Checkpoint (the same as its keyword arguments)."""
 
-    # The DynamoCheckpoint manifest (namespace set).
+    # The DynamoCheckpoint manifest (namespace set); or a SnapshotJob / PodSnapshot (snapshot API).
     checkpoint: Manifest
     kubeconfig: pulumi.Input[str]
     context: str | None = None
@@ -28,7 +29,9 @@ class CheckpointArgs:
 
 
 class Checkpoint(Resource):
-    """A DynamoCheckpoint (a graph's, or one written by hand) captured by its Job.
+    """A DynamoCheckpoint (a graph's, or one written by hand) captured by its Job. Given a SnapshotJob,
+    it is created and followed to Completed with its PodSnapshot Ready; given a PodSnapshot, that one
+    is waited for (never written). Both need the ai-dynamo/snapshot API in the cluster.
 
     `wait` blocks `pulumi up` until the capture Job is Complete (phase Ready) or fails, at most
     `timeout_seconds`; without it the resource is created with phase Creating and every later `up`
@@ -70,7 +73,9 @@ class Checkpoint(Resource):
             "context": context or "",
             "namespace": checkpoint["metadata"]["namespace"],
             "checkpoint": checkpoint,
-            "job": capture_job(checkpoint, args.seccomp_profile),
+            "job": {}
+            if checkpoint.get("kind") in SNAPSHOT_KINDS
+            else capture_job(checkpoint, args.seccomp_profile),
             "owner": f"{pulumi.get_project()}/{pulumi.get_stack()}/{name}",
             "wait": args.wait,
             "timeoutSeconds": args.timeout_seconds,

@@ -116,6 +116,12 @@ RUNTIME_VERSION_IN_WORKER_HASH = Gate(
     "RuntimeVersionInWorkerHash", V1_5_0, "a new runtime release starts a new worker generation"
 )
 
+# Checkpoints are the ai-dynamo/snapshot API (SnapshotJob capture, PodSnapshot restore through pod
+# annotations) instead of DynamoCheckpoint and its capture Job.
+SNAPSHOT_API_CHECKPOINTS = Gate(
+    "SnapshotAPICheckpoints", V1_5_0, "first release without DynamoCheckpoint (PR #14076)"
+)
+
 # Dynamo's injection moves from `main` to a `runtime` native-sidecar init container (sidecar mode).
 # The 1.6 operator applies it whatever the version; gated here so a `runtime` init container of an
 # older runtime keeps rendering as at our pin (DESIGN decision 14).
@@ -127,6 +133,7 @@ GATES: tuple[Gate, ...] = (
     INCREASED_WORKER_FAILURE_THRESHOLD,
     NATIVE_RUST_EPP,
     RUNTIME_VERSION_IN_WORKER_HASH,
+    SNAPSHOT_API_CHECKPOINTS,
     PLANNER_DGD_COMPONENT_STATUS,
     RUNTIME_SIDECAR,
 )

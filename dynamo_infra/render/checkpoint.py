@@ -1,6 +1,9 @@
 """Checkpoint/restore, pure parts: identity hash, DGD-managed checkpoint ids and names, the
 DynamoCheckpoint and its capture Job, and how a component's pods depend on the checkpoint's
-observed readiness (an input: `ready` is None when the checkpoint does not exist yet)."""
+observed readiness (an input: `ready` is None when the checkpoint does not exist yet).
+
+Components whose runtime is at least 1.5.0 checkpoint through the snapshot API instead
+(`render.snapshot`); the restore functions here hand those to it."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from typing import Any
 from dynamo_infra.api import Problem, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.operatorconfig import DEFAULT_CHECKPOINT_BASE_PATH
-from dynamo_infra.render import names
+from dynamo_infra.render import names, snapshot
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext, GraphContext
 from dynamo_infra.render.multinode import gpu_count
 
@@ -187,6 +190,8 @@ def restore_candidate_annotations(ctx: ComponentContext) -> dict[str, str]:
     config = ctx.checkpoint
     if not ctx.options.checkpoint.enabled or config is None or startup_policy(config) != IMMEDIATE:
         return {}
+    if snapshot.applies(ctx):
+        return {}  # the operator's private webhook handoff: restored pods are rendered once Ready
     name = str(config.get("checkpointRef") or "") or checkpoint_name(
         checkpoint_id(ctx.namespace, ctx.parent_name, "", ctx.name, ctx.worker_hash or "")
     )
@@ -198,7 +203,10 @@ def restore_candidate_annotations(ctx: ComponentContext) -> dict[str, str]:
 
 
 def restores_in_template(ctx: ComponentContext) -> bool:
-    """WaitForCheckpoint and observed Ready: the pod templates themselves are restore targets."""
+    """WaitForCheckpoint and observed Ready: the pod templates themselves are restore targets (snapshot
+    API: either policy)."""
+    if snapshot.applies(ctx):
+        return snapshot.restores(ctx)
     return (
         ctx.options.checkpoint.enabled
         and ctx.checkpoint is not None
@@ -218,6 +226,8 @@ def restore_target_metadata(ctx: ComponentContext) -> tuple[dict[str, str], dict
     """
     if not restores_in_template(ctx):
         return {}, {}
+    if snapshot.applies(ctx):
+        return {}, snapshot.restore_annotations(ctx)
     labels = {LABEL_RESTORE_TARGET: "true"}
     if not (ctx.checkpoint or {}).get("checkpointRef"):
         labels[LABEL_CHECKPOINT_ID] = checkpoint_id(
@@ -233,6 +243,8 @@ def restore_pod_spec(
     """PrepareRestorePodSpec for a Ready checkpoint: the target container restored (standby env,
     restore startup probe), the control directory, the checkpoint PVC (`checkpoint.storagePvc`;
     found from the snapshot-agent DaemonSet by the operator when unset), Localhost seccomp."""
+    if snapshot.applies(ctx):
+        return snapshot.restore_pod_spec(ctx, pod)
     target, claim = _target(ctx), ctx.options.checkpoint.storage_pvc
     containers = []
     for c in pod.get("containers") or []:

@@ -12,7 +12,7 @@ from dynamo_infra.api.loader import served_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import backend as backends
-from dynamo_infra.render import checkpoint, dra, grove, lws, names, worker_hash
+from dynamo_infra.render import checkpoint, dra, grove, lws, names, snapshot, worker_hash
 from dynamo_infra.render.autoscaling import hpa, scaling_adapter
 from dynamo_infra.render.component_type import dcd_type_problem
 from dynamo_infra.render.context import ComponentContext, GraphContext
@@ -253,9 +253,13 @@ class _Pathway:
 def _checkpoint_for(
     g: GraphContext, c: v1beta1.Component, ctx: ComponentContext, whash: str | None
 ) -> tuple[Manifest | None, Manifest | None]:
-    """The component's DynamoCheckpoint and its status entry (checkpoint gate on)."""
+    """The component's DynamoCheckpoint (snapshot API: SnapshotJob, or the PodSnapshot it references)
+    and its status entry (checkpoint gate on)."""
     if not g.options.checkpoint.enabled or checkpoint.config_of(c) is None:
         return None, None
+    if snapshot.applies(ctx):
+        own = (c.pod_template.to_wire().get("metadata") if c.pod_template else None) or {}
+        return snapshot.checkpoint_object(ctx, own), snapshot.status_entry(ctx)
     name = checkpoint.managed_name(g, c, whash)
     pod = with_default_service_account(
         pod_spec(replace(ctx, checkpoint_ready=None), placement(ctx, lws.DEPLOYER))

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import checkpoint, dra, grove, lws
+from dynamo_infra.render import checkpoint, dra, grove, lws, snapshot
 from dynamo_infra.render.autoscaling import KEDA_API_VERSION
 from dynamo_infra.render.discovery import DISCOVERY_RULES
 from dynamo_infra.render.epp import POOL_GROUP
@@ -128,6 +128,16 @@ ROLE_NEEDS: tuple[Need, ...] = (
     Need("checkpoints", _DYNAMO, "dynamocheckpoints/status", ("patch",), "a checkpoint's status"),
     _applied("checkpoints", "batch/v1", "Job", "jobs", "capture Jobs"),
     Need("checkpoints", "", "pods", ("list",), "a capture Job's pods, named when it fails"),
+    # Runtimes from 1.5.0 on: the snapshot API (reconcile.snapshot_calls).
+    Need(
+        "checkpoints",
+        _group(snapshot.API_VERSION),
+        "snapshotjobs",
+        APPLIED_UNLISTED,
+        "automatic captures (SnapshotJobs)",
+        snapshot.SNAPSHOT_JOB,
+    ),
+    Need("checkpoints", _group(snapshot.API_VERSION), "podsnapshots", ("get", "delete"), "restore sources"),
     # Take-over from the Dynamo operator (reconcile.takeover): its DCDs' metadata and finalizers.
     Need(
         "takeover",
