@@ -217,7 +217,8 @@ def records(plan: GraphPlan, stack: str = "") -> tuple[Manifest, ...]:
 def _notes(plan: GraphPlan) -> list[str]:
     graph = plan.rendered.name
     notes = [f"graph {graph}: {w}" for w in (*plan.warnings, *plan.unserved)]
-    if plan.checkpoints:
+    # A DynamoCheckpoint's capture Job is the provider's; a SnapshotJob (runtime >= 1.5.0) captures itself.
+    if any(c.checkpoint.get("kind") == "DynamoCheckpoint" for c in plan.checkpoints):
         notes.append(f"graph {graph}: checkpoint capture Jobs are created by `up` and not rendered")
     return notes
 
