@@ -215,7 +215,6 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
         check_runtime_sidecar(ctx)
     ctype = defaults_for(ctx.type)
     backend = component_backend(ctx)
-    roles.check_backend(ctx, backend.name)
     container = {"name": MAIN_CONTAINER} if sidecar_mode else ctype.container(ctx)
     user_main = ctx.container(MAIN_CONTAINER)
     if user_main is not None:

@@ -1,7 +1,8 @@
 """Multinode roles as the 1.6 operator renders them: role-specific pod templates (a role's complete
-`podTemplate` stands in for the component's when its leader or worker pods are built), and the
-portable topology aliases `DYNAMO_RANK` / `DYNAMO_LEADER_ADDRESS` in the main container of new
-multinode graphs.
+`podTemplate` stands in for the component's when its leader or worker pods are built, and owns the
+role's launch command: the backends then generate no leader/worker launch, see `vllm`, `sglang`,
+`trtllm`), and the portable topology aliases `DYNAMO_RANK` / `DYNAMO_LEADER_ADDRESS` in the main
+container of new multinode graphs (also used by the generated vLLM mp and SGLang flags).
 
 Ported from 1.6-era `deploy/operator/internal/dynamo/graph.go` (tu-kim/dynamo@3f3d3dfa22e790642d10c1ffcf5d72750f4f91a8:
 `EnsureComponentPodTemplates`, `buildCliqueForRole` (EffectiveComponentForRole, role launch ownership),
@@ -17,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from dynamo_infra.api import DynamoValidationError, Problem, v1beta1
+from dynamo_infra.api import v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.merge import merge_env
 from dynamo_infra.render import names
@@ -34,12 +35,6 @@ RANK_REF = f"$({RANK_ENV})"
 TOPOLOGY_ALIASES_MIN_ORIGIN_VERSION = (1, 6, 0)
 # Roles that have a template of their own (the multinode leader and worker).
 TEMPLATE_ROLES = (Role.LEADER, Role.WORKER)
-# Backends whose launch from a complete role template (`roleLaunchOwnedByPodTemplate`) renders here.
-ROLE_TEMPLATE_BACKENDS = frozenset({"vllm", "noop"})
-ROLE_TEMPLATE_BACKEND_UNSUPPORTED = (
-    "role pod templates are rendered for vLLM components only; the {backend} launch from a role template "
-    "is not ported"
-)
 # Masterminds/semver as the compatibility gates parse the origin version (`v`, missing parts allowed).
 _SEMVER = re.compile(r"^v?(\d+)(?:\.(\d+))?(?:\.(\d+))?(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
 
@@ -60,13 +55,6 @@ def role_template(spec: Manifest, role: Role) -> Manifest | None:
             template = r.get("podTemplate")
             return None if template is None else dict(template)
     return None
-
-
-def check_backend(ctx: ComponentContext, backend: str) -> None:
-    """Refuse a role-template component whose backend's role-owned launch is not rendered here."""
-    if has_role_pod_templates(ctx.spec) and backend not in ROLE_TEMPLATE_BACKENDS:
-        message = ROLE_TEMPLATE_BACKEND_UNSUPPORTED.format(backend=backend)
-        raise DynamoValidationError([Problem(f"components[{ctx.name}].roles", message)])
 
 
 def for_role(ctx: ComponentContext, role: Role) -> ComponentContext:

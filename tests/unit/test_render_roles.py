@@ -166,13 +166,35 @@ def test_roles_without_templates_render_as_the_component() -> None:
     assert cliques(render(explicit, **GROVE)) == cliques(render(implicit, **GROVE))
 
 
-def test_role_templates_refused_where_their_launch_is_not_ported() -> None:
+def with_backend(framework: str, args: list[str]) -> dict[str, Any]:
     raw = example()
-    raw["spec"]["backendFramework"] = "sglang"
+    raw["spec"]["backendFramework"] = framework
     for role in raw["spec"]["components"][0]["roles"]:
-        role["podTemplate"]["spec"]["containers"][0]["command"] = ["python3", "-m", "dynamo.sglang"]
-    with pytest.raises(DynamoValidationError, match="rendered for vLLM components only"):
-        render(raw, **LWS)
+        main = role["podTemplate"]["spec"]["containers"][0]
+        main.update(command=["python3", "-m", f"dynamo.{framework}"], args=list(args))
+    return raw
+
+
+def test_sglang_role_templates_keep_the_authored_launch() -> None:
+    """SGLangBackend.UpdateContainer: worker probes go, no generated --dist-init-addr flags."""
+    args = ["--model-path", "m", "--tp", "2", "--dist-init-addr", "$(DYNAMO_LEADER_ADDRESS):5000"]
+    leader, worker = lws_templates(render(with_backend("sglang", args), **LWS))
+    assert main(leader["spec"])["args"] == args and main(worker["spec"])["args"] == args
+    assert "livenessProbe" in main(leader["spec"]) and "livenessProbe" not in main(worker["spec"])
+
+
+def test_trtllm_role_templates_keep_the_authored_launch_and_the_ssh_wiring() -> None:
+    """TRTLLMBackend.UpdateContainer: SSH key mount, FQDN env and the worker's sshd readiness probe
+    stay; no mpirun leader or sshd worker command is generated."""
+    args = ["--model-path", "m"]
+    leader, worker = lws_templates(render(with_backend("trtllm", args), **LWS))
+    for pod in (leader["spec"], worker["spec"]):
+        assert main(pod)["command"] == ["python3", "-m", "dynamo.trtllm"] and main(pod)["args"] == args
+        assert {"name": "mpi-run-ssh-secret", "mountPath": "/ssh-pk", "readOnly": True} in main(pod)[
+            "volumeMounts"
+        ]
+        assert env(main(pod))["OMPI_MCA_orte_keep_fqdn_hostnames"] == "1"
+    assert main(worker["spec"])["readinessProbe"]["tcpSocket"] == {"port": 2222}
 
 
 def test_role_templates_render_no_deployment() -> None:
@@ -198,6 +220,24 @@ def test_aliases_on_grove_use_the_scaling_group_pod_index() -> None:
         e = env(main(cl[name]["spec"]["podSpec"]))
         assert e["DYNAMO_LEADER_ADDRESS"] == GROVE_LEADER
         assert e["DYNAMO_RANK"] == "$(GROVE_PCSG_POD_INDEX)"
+
+
+def test_generated_sglang_flags_use_the_aliases_in_new_graphs() -> None:
+    """SGLangBackend.getMultinodeFlags(useTopologyAliases): the same flags on every pod, no shell."""
+    raw = with_backend("sglang", ["--model-path", "m", "--tp", "2"])
+    c = raw["spec"]["components"][0]
+    c["podTemplate"] = c.pop("roles")[0]["podTemplate"]
+    flags = [
+        "--dist-init-addr",
+        "$(DYNAMO_LEADER_ADDRESS):29500",
+        "--nnodes",
+        "2",
+        "--node-rank",
+        "$(DYNAMO_RANK)",
+    ]
+    leader, worker = lws_templates(render(raw, **LWS, **ORIGIN_16))
+    for pod in (leader["spec"], worker["spec"]):
+        assert main(pod)["args"] == ["--model-path", "m", "--tp", "2", *flags]
 
 
 @pytest.mark.parametrize("origin", ["1.4.0", "1.5.1", "1.6.0-rc1", "not-semver"])
