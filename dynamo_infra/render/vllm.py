@@ -83,6 +83,10 @@ VALUE_FLAGS = KNOWN_FLAGS - {ELASTIC_EP}
 STRING_VALUE_FLAGS = frozenset({DP_BACKEND, EXECUTOR})
 _SHELL_CONTROL = re.compile(r"[;&|<>()]")
 _K8S_VAR = re.compile(r"\$\((\w+)\)")
+# A direct `vllm serve` launch inside a command line (injectFlagsIntoDirectCommand).
+_DIRECT_VLLM = re.compile(
+    r"(^|[\t\n\f\r ])((?:exec[\t\n\f\r ]+)?vllm serve(?:[\t\n\f\r ]+[^|&;]*)?)([\t\n\f\r ]|\Z|[|&;])"
+)
 
 
 def _trim_shell(value: str) -> str:
@@ -188,11 +192,22 @@ def _command_line(container: Manifest) -> list[str]:
 
 
 def _ensure_master_port(ctx: ComponentContext, container: Manifest) -> Manifest:
-    """ensureContainerCommandLineFlag for `--master-port 29500` on an authored python launch (flags
-    after the `python… vllm…` words, else appended to args unless a shell runs the command)."""
+    """ensureContainerCommandLineFlag for `--master-port 29500` on an authored launch: after the
+    `python… vllm…` words, else after a `vllm serve` command line, else appended to args unless a shell
+    runs the command."""
     if has_arg(_command_line(container), MASTER_PORT_FLAG, MP_MASTER_PORT):
         return container
-    out = inject_flags(container, f"{MASTER_PORT_FLAG} {MP_MASTER_PORT}", False, FRAMEWORK)
+    flags = f"{MASTER_PORT_FLAG} {MP_MASTER_PORT}"
+    out = inject_flags(container, flags, False, FRAMEWORK)
+    for key in ("args", "command"):
+        if has_arg(_command_line(out), MASTER_PORT_FLAG, MP_MASTER_PORT):
+            break
+        tokens = list(out.get(key) or [])
+        for i, token in enumerate(tokens):
+            injected = _DIRECT_VLLM.sub(lambda m: f"{m[1]}{m[2].strip()} {flags}{m[3]}", token)
+            if injected != token:
+                out = {**out, key: [*tokens[:i], injected, *tokens[i + 1 :]]}
+                break
     command = list(out.get("command") or [])
     shell = bool(command) and command[0].rsplit("/", 1)[-1] in ("sh", "bash")
     if not has_arg(_command_line(out), MASTER_PORT_FLAG, MP_MASTER_PORT) and not shell:

@@ -329,3 +329,27 @@ def test_force_scaling_group_renders_a_single_node_component_as_a_pcsg() -> None
         }
     ]
     assert r.components["decode"].workload_kind == "PodCliqueScalingGroup"
+
+
+def test_inter_pod_gms_rank_alias_is_the_engine_rank() -> None:
+    """GetPodRank of the inter-pod GMS deployer: the static engine rank; weight servers get no aliases
+    (rendered as single-node main pods)."""
+    corpus = Path(__file__).parents[1] / "data" / "corpus" / "graphs" / "v1beta1"
+    raw = yaml.safe_load((corpus / "vllm__dgd-gms-failover-multinode.yaml").read_text())
+    r = render(raw, **GROVE, **ORIGIN_16, dra={"enabled": True})
+    ranks = {name: env(main(c["spec"]["podSpec"])).get("DYNAMO_RANK") for name, c in cliques(r).items()}
+    assert ranks == {"agg-gms-0": None, "agg-ldr": "0", "agg-gms-1": None, "agg-wkr-1": "1", "frontend": None}
+
+
+def test_master_port_goes_after_a_direct_vllm_serve_launch() -> None:
+    """ensureContainerCommandLineFlag: a shell line running `vllm serve` gets the flag after it."""
+    raw = example()
+    for role in raw["spec"]["components"][0]["roles"]:
+        main_container = role["podTemplate"]["spec"]["containers"][0]
+        main_container.update(
+            command=["sh", "-c"], args=["exec vllm serve Qwen/Qwen3-8B --distributed-executor-backend mp"]
+        )
+    leader, _ = lws_templates(render(raw, **LWS))
+    assert main(leader["spec"])["args"] == [
+        "exec vllm serve Qwen/Qwen3-8B --distributed-executor-backend mp --master-port 29500"
+    ]
