@@ -251,9 +251,15 @@ class ComponentContext:
         return 1
 
     @property
+    def force_scaling_group(self) -> bool:
+        """`experimental.grove.forceScalingGroup`: a single-node component as a scaling group (1.6)."""
+        return bool((self.experimental.get("grove") or {}).get("forceScalingGroup"))
+
+    @property
     def uses_scaling_group(self) -> bool:
-        """Grove renders the component as a PodCliqueScalingGroup (multinode or inter-pod GMS)."""
-        return self.node_count > 1 or self.inter_pod_gms
+        """`UsesPCSG`: Grove renders the component as a PodCliqueScalingGroup (multinode, inter-pod GMS,
+        or forced)."""
+        return self.node_count > 1 or self.inter_pod_gms or self.force_scaling_group
 
     @property
     def checkpoint(self) -> Manifest | None:

@@ -8,7 +8,7 @@ from dynamo_infra.api import kube, v1beta1
 from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env
-from dynamo_infra.render import epp, gojson, kvtransfer, names
+from dynamo_infra.render import epp, gojson, kvtransfer, names, roles
 from dynamo_infra.render.component_type import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, GraphContext
 
@@ -132,35 +132,50 @@ def generate_dcd(
         names.LABEL_GRAPH: g.name,
     }
     annotations: dict[str, str] = {}
-    meta = template.setdefault("metadata", {})
+    # EnsureComponentPodTemplates: the roles' complete templates when they carry them, else the component's.
+    role_templates = roles.role_pod_templates(spec)
+    templates = role_templates or [template]
+    metas = [t.setdefault("metadata", {}) for t in templates]
+    meta = template.setdefault("metadata", {}) if not role_templates else {}
     if component.is_worker and not grove:
         labels[names.LABEL_WORKER_HASH] = worker_hash or ""
-        meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
+        for m in metas:
+            m["labels"] = {**(m.get("labels") or {}), names.LABEL_WORKER_HASH: worker_hash or ""}
         if epp.has_epp(g.dgd):
             labels[names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
-            meta["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
+            for m in metas:
+                m["labels"][names.LABEL_COMPONENT_CLASS] = names.COMPONENT_CLASS_WORKER
     defaults = defaults_for(component.type)
     type_annotations = defaults.dcd_annotations()
-    if type_annotations and not grove:
+    if type_annotations and not grove and not role_templates:
         meta["annotations"] = {**type_annotations, **(meta.get("annotations") or {})}
-    _template_defaults(g, component, template)
+    for t in templates:
+        _template_defaults(g, component, t)
     if grove:
-        meta["labels"] = {**meta.get("labels", {}), names.LABEL_NAMESPACE: labels[names.LABEL_NAMESPACE]}
-        meta["annotations"] = {
-            **meta.get("annotations", {}),
-            names.ANNOTATION_DISCOVERY_BACKEND: g.discovery_backend,
-        }
+        for m in metas:
+            m["labels"] = {**m.get("labels", {}), names.LABEL_NAMESPACE: labels[names.LABEL_NAMESPACE]}
+            m["annotations"] = {
+                **m.get("annotations", {}),
+                names.ANNOTATION_DISCOVERY_BACKEND: g.discovery_backend,
+            }
     policy = kvtransfer.policy_of(g.dgd)
     if policy and component.is_worker:
         annotations.update(kvtransfer.topology_annotations(policy))
     restart_at = g.restart_at.get(component.name)
     if restart_at:
-        meta["annotations"] = {**meta.get("annotations", {}), names.ANNOTATION_RESTART_AT: restart_at}
-    if defaults.dcd_service_account:
+        for m in metas:
+            m["annotations"] = {**m.get("annotations", {}), names.ANNOTATION_RESTART_AT: restart_at}
+    if defaults.dcd_service_account and not role_templates:
         template.setdefault("spec", {})["serviceAccountName"] = defaults.dcd_service_account
-    spec["podTemplate"] = _prune_empty(template)
-    if not spec["podTemplate"]:
-        spec.pop("podTemplate")
+    if role_templates:
+        spec["roles"] = [
+            {**r, "podTemplate": _prune_empty(r["podTemplate"])} if r.get("podTemplate") is not None else r
+            for r in spec["roles"]
+        ]
+    else:
+        spec["podTemplate"] = _prune_empty(template)
+        if not spec["podTemplate"]:
+            spec.pop("podTemplate")
     _stamp_picker_config(g, component, spec)
     backend = (g.dgd.spec.backend_framework or "") if grove else g.backend
     if backend:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import checkpoint, names
+from dynamo_infra.render import checkpoint, names, roles
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
 from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext
 from dynamo_infra.render.multinode import Deployer, Role
@@ -16,6 +17,10 @@ DEFAULT_MAX_UNAVAILABLE = "25%"
 STRATEGY_RECREATE = "Recreate"
 # Replicas of a component that sets none (what the API server defaults a Deployment to).
 DEFAULT_REPLICAS = 1
+# Why a component with role pod templates renders no Deployment.
+ROLE_TEMPLATES_NEED_LWS = (
+    "role pod templates render as a LeaderWorkerSet or a Grove PodCliqueSet; enable one of them"
+)
 # Port of the model headless Service (the worker system port).
 MODEL_SERVICE_PORT = 9090
 # DCD metadata labels that win over pod-template labels on the workload.
@@ -122,6 +127,9 @@ def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MA
 
 def deployment(ctx: ComponentContext, deployer: Deployer) -> Manifest:
     """The component's Deployment (`deployer` addresses peers of a multinode DCD without LWS)."""
+    if roles.has_role_pod_templates(ctx.spec):
+        # The leader and worker templates have no Deployment pod to become.
+        raise DynamoValidationError([Problem(f"components[{ctx.name}].roles", ROLE_TEMPLATES_NEED_LWS)])
     annotations = kube_annotations(ctx)
     spec: Manifest = {}
     if ctx.spec.get("replicas") is not None:

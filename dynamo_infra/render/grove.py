@@ -12,7 +12,8 @@ from dynamo_infra.api.admission import field
 from dynamo_infra.api.admission.field import Text, go_quote
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.releases import RUNTIME_VERSION_IN_WORKER_HASH
-from dynamo_infra.render import checkpoint, gms, kvtransfer, names
+from dynamo_infra.render import checkpoint, gms, grove_override, kvtransfer, names
+from dynamo_infra.render import roles as role_templates
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_type import defaults_for, sub_component_type
 from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, GraphContext
@@ -39,6 +40,8 @@ UPDATE_STRATEGIES = ("RollingRecreate", "OnDelete")
 PODCLIQUE = "PodClique"
 SCALING_GROUP = "PodCliqueScalingGroup"
 PCS_REPLICA_INDEX = 0
+# Env Grove sets in every pod of a scaling group: the pod's index across the group's cliques.
+PCSG_POD_INDEX = "$(GROVE_PCSG_POD_INDEX)"
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,11 @@ class GroveDeployer:
 
     def node_rank(self) -> tuple[str, bool]:
         return (str(self.rank), False) if self.inter_pod else ("$((GROVE_PCLQ_POD_INDEX + 1))", True)
+
+    def pod_rank(self) -> str:
+        """The PCSG-wide pod index (leader 0); the engine rank under inter-pod GMS, whose scaling
+        group also holds weight-server cliques."""
+        return str(self.rank) if self.inter_pod else PCSG_POD_INDEX
 
     def needs_dns_wait(self) -> bool:
         return False
@@ -92,9 +100,15 @@ def worker_hash_suffix(g: GraphContext, whash: str | None) -> str | None:
     when the worker generation changes (PR #12769, 1.5.0; `dgd_grove_workload_renderer.go`
     applyGroveWorkerHashSuffix at 05f14653a). Rendering knows no PodCliqueSet, so it is taken as on
     when a worker runs runtime >= 1.5.0: the version enters the worker hash then, so that is always
-    a new generation, and a graph below it keeps rendering as at our pin.
+    a new generation, and a graph below it keeps rendering as at our pin. Role templates carry their
+    own images, so each role's runtime counts.
     """
-    workers = [c for c in g.dgd.spec.components or [] if c.is_worker]
+    workers = [
+        role_templates.component_for_role(c, role)
+        for c in g.dgd.spec.components or []
+        if c.is_worker
+        for role in role_templates.TEMPLATE_ROLES
+    ]
     if not whash or not any(RUNTIME_VERSION_IN_WORKER_HASH.enabled(g.runtime_version(c)) for c in workers):
         return None
     return whash
@@ -102,11 +116,7 @@ def worker_hash_suffix(g: GraphContext, whash: str | None) -> str | None:
 
 def with_worker_hash_label(c: v1beta1.Component, whash: str) -> v1beta1.Component:
     """The worker component with the worker hash on its pod template labels (as the operator sets it)."""
-    wire = c.to_wire()
-    template = dict(wire.get("podTemplate") or {})
-    meta = dict(template.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), names.LABEL_WORKER_HASH: whash}
-    return v1beta1.Component.parse({**wire, "podTemplate": {**template, "metadata": meta}})
+    return role_templates.with_template_label(c, names.LABEL_WORKER_HASH, whash)
 
 
 def roles(ctx: ComponentContext) -> list[gms.CliqueRole]:
@@ -119,6 +129,9 @@ def roles(ctx: ComponentContext) -> list[gms.CliqueRole]:
             gms.CliqueRole(f"{name}-{LEADER_SUFFIX}", Role.LEADER, 1),
             gms.CliqueRole(f"{name}-{WORKER_SUFFIX}", Role.WORKER, ctx.node_count - 1),
         ]
+    if ctx.uses_scaling_group:
+        # forceScalingGroup: one pod per clique; the scaling group's replicas scale it.
+        return [gms.CliqueRole(name, Role.MAIN, 1)]
     replicas = ctx.spec.get("replicas")
     return [gms.CliqueRole(name, Role.MAIN, 1 if replicas is None else int(replicas))]
 
@@ -283,6 +296,9 @@ def role_pod_spec(m: Member, r: gms.CliqueRole) -> Manifest:
 
 
 def clique(g: GraphContext, m: Member, r: gms.CliqueRole, ready: bool | None) -> Manifest:
+    """buildCliqueForRole: a leader or worker clique renders from its role's template when the roles
+    carry them."""
+    m = Member(role_templates.component_for_role(m.component, r.role), role_templates.for_role(m.ctx, r.role))
     ctx = m.ctx
     minimum = 1
     if not ctx.uses_scaling_group and m.component.min_available is not None:
@@ -411,6 +427,7 @@ def pod_clique_set(
         template["podCliqueScalingGroups"] = groups
     if claims:
         template["resourceClaimTemplates"] = claims
+    grove_override.apply(g.dgd, template)
     meta: Manifest = {"name": name, "namespace": g.namespace, "labels": dict(sorted(labels.items()))}
     if annotations:
         meta["annotations"] = dict(sorted(annotations.items()))

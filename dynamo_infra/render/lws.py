@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import names
+from dynamo_infra.render import names, roles
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.deployment import kube_labels, pod_template, replicas
 from dynamo_infra.render.multinode import Role, with_empty_resources
@@ -29,6 +29,9 @@ class LWSDeployer:
 
     def node_rank(self) -> tuple[str, bool]:
         return WORKER_INDEX, False
+
+    def pod_rank(self) -> str:
+        return WORKER_INDEX
 
     def needs_dns_wait(self) -> bool:
         return True
@@ -60,7 +63,8 @@ def _check_main(ctx: ComponentContext, spec: Manifest) -> None:
 
 
 def _template(ctx: ComponentContext, role: Role) -> Manifest:
-    template = pod_template(ctx, DEPLOYER, role)
+    """A leader or worker pod template, from the role's own template when the roles carry them."""
+    template = pod_template(roles.for_role(ctx, role), DEPLOYER, role)
     labels = {k: v for k, v in template["metadata"]["labels"].items() if k != names.LABEL_SELECTOR}
     labels[names.LABEL_ROLE] = role.value
     _check_main(ctx, template["spec"])

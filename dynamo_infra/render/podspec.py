@@ -10,7 +10,7 @@ from dynamo_infra.api.admission.sidecar import sidecar_problems
 from dynamo_infra.api.errors import join_path
 from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env, merge_override
-from dynamo_infra.render import checkpoint, failover, gms
+from dynamo_infra.render import checkpoint, failover, gms, roles
 from dynamo_infra.render.backend import Backend, component_backend
 from dynamo_infra.render.component_common import runtime_sidecar_container
 from dynamo_infra.render.component_type import defaults_for
@@ -229,6 +229,7 @@ def pod_spec(ctx: ComponentContext, where: Placement) -> Manifest:
     if not sidecar_mode:
         container = with_standard_env(ctx, container)
     sidecar_mounts = list(container.get("volumeMounts") or [])
+    container = roles.with_topology_env(ctx, container, where)
     container = backend.container(ctx, container, where)
     restoring = restores_from_checkpoint(ctx)
     if restoring:

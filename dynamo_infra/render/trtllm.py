@@ -4,6 +4,7 @@ using the key pair of the MPI SSH secret; workers run only sshd."""
 from __future__ import annotations
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.render import roles
 from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import Placement, Role, append_env, is_python_command, shell_quote
 
@@ -118,6 +119,10 @@ class TRTLLM:
         mount = {"name": self.secret(ctx), "mountPath": SSH_KEY_DIR, "readOnly": True}
         container = {**container, "volumeMounts": [*(container.get("volumeMounts") or []), mount]}
         container = append_env(container, dict(FQDN_ENV))
+        if roles.has_role_pod_templates(ctx.spec):
+            # A complete role template owns the launch; its worker command must start sshd on the port
+            # the readiness probe checks (1.6-era `backend_trtllm.go`, michaelfeil/dynamo@80b177f2).
+            return container
         if placement.role == Role.LEADER:
             line = leader_command(ctx, container, placement)
             return {**container, "command": ["/bin/sh", "-c"], "args": [line]}

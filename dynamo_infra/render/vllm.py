@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import names
+from dynamo_infra.render import names, roles
 from dynamo_infra.render.context import ComponentContext
 from dynamo_infra.render.multinode import (
     Placement,
@@ -82,6 +83,10 @@ VALUE_FLAGS = KNOWN_FLAGS - {ELASTIC_EP}
 STRING_VALUE_FLAGS = frozenset({DP_BACKEND, EXECUTOR})
 _SHELL_CONTROL = re.compile(r"[;&|<>()]")
 _K8S_VAR = re.compile(r"\$\((\w+)\)")
+# A direct `vllm serve` launch inside a command line (injectFlagsIntoDirectCommand).
+_DIRECT_VLLM = re.compile(
+    r"(^|[\t\n\f\r ])((?:exec[\t\n\f\r ]+)?vllm serve(?:[\t\n\f\r ]+[^|&;]*)?)([\t\n\f\r ]|\Z|[|&;])"
+)
 
 
 def _trim_shell(value: str) -> str:
@@ -167,16 +172,50 @@ def uses_mp(ctx: ComponentContext) -> bool:
     return version is not None and version >= MP_MIN_ORIGIN_VERSION
 
 
-def _mp_flags(container: Manifest, p: Placement, component: str) -> Manifest:
-    leader = p.deployer.leader_hostname(component)
+def _mp_flags(container: Manifest, p: Placement, component: str, aliases: bool) -> Manifest:
+    """injectMpDistributedLaunchFlags: new graphs (topology aliases) address the leader and the rank
+    through `$(DYNAMO_LEADER_ADDRESS)` / `$(DYNAMO_RANK)`, older ones through the orchestrator's env."""
+    leader = roles.LEADER_ADDRESS_REF if aliases else p.deployer.leader_hostname(component)
     flags = f"{EXECUTOR} mp --nnodes {p.nodes} --master-addr {leader} --master-port {MP_MASTER_PORT}"
     needs_shell = False
     if p.role == Role.LEADER:
-        flags += " --node-rank 0"
+        flags += f" --node-rank {roles.RANK_REF if aliases else 0}"
     elif p.role == Role.WORKER:
-        rank, needs_shell = p.deployer.node_rank()
+        rank, needs_shell = (roles.RANK_REF, False) if aliases else p.deployer.node_rank()
         flags += f" --node-rank {rank} --headless"
     return inject_flags(container, flags, needs_shell, FRAMEWORK)
+
+
+def _command_line(container: Manifest) -> list[str]:
+    """getExpandedCommandLine: command and args, every token split on whitespace, normalised."""
+    return normalize(fields([*(container.get("command") or []), *(container.get("args") or [])]))
+
+
+def _ensure_master_port(ctx: ComponentContext, container: Manifest) -> Manifest:
+    """ensureContainerCommandLineFlag for `--master-port 29500` on an authored launch: after the
+    `python… vllm…` words, else after a `vllm serve` command line, else appended to args unless a shell
+    runs the command."""
+    if has_arg(_command_line(container), MASTER_PORT_FLAG, MP_MASTER_PORT):
+        return container
+    flags = f"{MASTER_PORT_FLAG} {MP_MASTER_PORT}"
+    out = inject_flags(container, flags, False, FRAMEWORK)
+    for key in ("args", "command"):
+        if has_arg(_command_line(out), MASTER_PORT_FLAG, MP_MASTER_PORT):
+            break
+        tokens = list(out.get(key) or [])
+        for i, token in enumerate(tokens):
+            injected = _DIRECT_VLLM.sub(lambda m: f"{m[1]}{m[2].strip()} {flags}{m[3]}", token)
+            if injected != token:
+                out = {**out, key: [*tokens[:i], injected, *tokens[i + 1 :]]}
+                break
+    command = list(out.get("command") or [])
+    shell = bool(command) and command[0].rsplit("/", 1)[-1] in ("sh", "bash")
+    if not has_arg(_command_line(out), MASTER_PORT_FLAG, MP_MASTER_PORT) and not shell:
+        out = {**out, "args": [*(out.get("args") or []), MASTER_PORT_FLAG, MP_MASTER_PORT]}
+    if not has_arg(_command_line(out), MASTER_PORT_FLAG, MP_MASTER_PORT):
+        problem = f'could not add operator-owned flag "{MASTER_PORT_FLAG}" to the container command line'
+        raise DynamoValidationError([Problem(f"components[{ctx.name}].roles", problem)])
+    return out
 
 
 def _ray_launch(container: Manifest, p: Placement, component: str) -> Manifest:
@@ -241,7 +280,7 @@ def multinode_launch(ctx: ComponentContext, container: Manifest, p: Placement) -
     a = LaunchArgs.parse(list(container.get("args") or []))
     distributed = p.gpus != 0 and a.world_size > p.gpus
     if distributed and uses_mp(ctx):
-        return _mp_flags(container, p, ctx.name)
+        return _mp_flags(container, p, ctx.name, roles.uses_topology_aliases(ctx.template_annotations))
     if distributed:
         return _ray_launch(container, p, ctx.name)
     if a.elastic_ep:
@@ -326,8 +365,16 @@ class VLLM:
             if ctx.inter_pod_failover:
                 container = append_env(container, {"name": GMS_SHADOW_MODE_ENV, "value": "true"})
         if placement.multinode:
-            container = multinode_launch(ctx, container, placement)
-            if uses_mp(ctx):
+            # A complete role template owns the launch; the operator adds only the mp master port
+            # (1.6-era `backend_vllm.go` UpdateContainer, tu-kim/dynamo@3f3d3dfa).
+            preserve = roles.has_role_pod_templates(ctx.spec)
+            line = [*(container.get("command") or []), *(container.get("args") or [])]
+            role_template_mp = preserve and LaunchArgs.parse(line).mp_executor
+            if role_template_mp:
+                container = _ensure_master_port(ctx, container)
+            if not preserve:
+                container = multinode_launch(ctx, container, placement)
+            if role_template_mp or (not preserve and uses_mp(ctx)):
                 container = append_env(container, field_ref_env(NIXL_SIDE_CHANNEL_HOST_ENV, "status.podIP"))
             if placement.role == Role.WORKER:
                 container = without_probes(container)
