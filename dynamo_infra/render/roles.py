@@ -116,8 +116,14 @@ def uses_topology_aliases(annotations: dict[str, str]) -> bool:
 
 
 def with_topology_env(ctx: ComponentContext, container: Manifest, where: Placement) -> Manifest:
-    """addMultinodeTopologyEnvVars: the aliases over same-named template env (MergeEnvs, sorted)."""
-    if not where.multinode or not uses_topology_aliases(ctx.template_annotations):
+    """addMultinodeTopologyEnvVars: the aliases over same-named template env (MergeEnvs, sorted).
+
+    Role pod templates are 1.6 API: only an operator of 1.6.0 or later (which stamps its origin
+    version on the DGD) ever admitted such a graph, so they get the aliases whatever origin version our
+    cluster options stamp (`operatorOriginVersion` defaults to the pin's 1.4.0).
+    """
+    aliased = uses_topology_aliases(ctx.template_annotations) or has_role_pod_templates(ctx.spec)
+    if not where.multinode or not aliased:
         return container
     aliases = [
         {"name": LEADER_ADDRESS_ENV, "value": where.deployer.leader_hostname(ctx.name)},

@@ -242,8 +242,19 @@ def test_generated_sglang_flags_use_the_aliases_in_new_graphs() -> None:
 
 @pytest.mark.parametrize("origin", ["1.4.0", "1.5.1", "1.6.0-rc1", "not-semver"])
 def test_no_aliases_for_graphs_of_older_operators(origin: str) -> None:
-    leader, _ = lws_templates(render(example(), **LWS, operatorOriginVersion=origin))
+    raw = example()
+    c = raw["spec"]["components"][0]
+    c["podTemplate"] = c.pop("roles")[0]["podTemplate"]
+    leader, _ = lws_templates(render(raw, **LWS, operatorOriginVersion=origin))
     assert not {"DYNAMO_LEADER_ADDRESS", "DYNAMO_RANK"} & set(env(main(leader["spec"])))
+
+
+@pytest.mark.parametrize("origin", ["1.4.0", "not-semver"])
+def test_role_pod_templates_get_the_aliases_whatever_the_stamped_origin(origin: str) -> None:
+    """Role pod templates are 1.6 API: only a 1.6 operator (stamping 1.6) admitted such a graph."""
+    leader, worker = lws_templates(render(example(), **LWS, operatorOriginVersion=origin))
+    for pod in (leader["spec"], worker["spec"]):
+        assert env(main(pod))["DYNAMO_RANK"] == "$(LWS_WORKER_INDEX)"
 
 
 def test_operator_values_replace_template_aliases() -> None:
