@@ -1,8 +1,11 @@
 """A deployed graph serves requests: `pulumi up` on the local control plane, then every pod of the
-graph that kwok runs is started as a process of NVIDIA's Dynamo runtime 1.4.0 (frontend and mocker
-engine, CPU only) with its pod's service-account token as its only credential; requests go to the
-frontend. Discovery is Kubernetes discovery, as rendered: workers apply DynamoWorkerMetadata objects
-(the CRD the platform layer installs), the frontend watches them and the EndpointSlices."""
+graph that kwok runs is started as a process of NVIDIA's Dynamo runtime (frontend and mocker engine,
+CPU only) with its pod's service-account token as its only credential; requests go to the frontend.
+Discovery is Kubernetes discovery, as rendered: workers apply DynamoWorkerMetadata objects (the CRD
+the platform layer installs), the frontend watches them and the EndpointSlices.
+
+Each proof runs per runtime release (`release`): the graph's images name it, so the render applies
+that release's gates (from 1.5.0: canary health checks on), and the harness runs its pods on it."""
 
 from __future__ import annotations
 
@@ -24,9 +27,10 @@ from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.integration.conftest import copy_project, make_stack, unique
+from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
-from tools.serving import HARNESS_USER_AGENT, Served, chat, models, served, serving
+from tools.serving import HARNESS_USER_AGENT, Served, chat, models, release_of, served, serving
 
 WORKER_METADATA = ("nvidia.com/v1alpha1", "DynamoWorkerMetadata")
 WORKER_METADATA_CRD = {
@@ -42,6 +46,40 @@ REQUESTS_METRIC = re.compile(r"^dynamo_component_requests_total\{([^}]*)\}\s+([0
 LOAD_REQUESTS = 20
 # Bounded waits of the harness.
 DISCOVERY_TIMEOUT_S = 60.0
+# The Dynamo images of the graphs, whose tags the tests set to the release under test.
+DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za-z.+-]*")
+# The workers' canary health checks: on from runtime 1.5.0 (the render's CanaryHealthChecks gate).
+CANARY_FROM = "1.5.0"
+
+
+def with_release(graph: Path, version: str, into: Path) -> Path:
+    """A copy of `graph` (in folder `into`) whose Dynamo images are tagged `version`."""
+    into.mkdir(parents=True, exist_ok=True)
+    copy = into / graph.name
+    copy.write_text(DYNAMO_IMAGE.sub(rf"\g<1>:{version}", graph.read_text()))
+    return copy
+
+
+@pytest.fixture(params=list(dynamo_runtime.RELEASES))
+def release(request: pytest.FixtureRequest) -> str:
+    """The Dynamo runtime release under test: its images in the graph, its runtime in the harness."""
+    version: str = request.param
+    started = time.monotonic()
+    dynamo_runtime.ensure(version)
+    print(f"\n[e2e] dynamo runtime {version} ready in {time.monotonic() - started:.1f}s "
+          f"(installed in {dynamo_runtime.setup_seconds(version)}s)")  # fmt: skip
+    return version
+
+
+def assert_release(pods: PodProcesses, version: str) -> None:
+    """Every process runs the release's runtime; workers with canary health checks from 1.5.0 on."""
+    canary = (
+        "true" if tuple(map(int, version.split("."))) >= tuple(map(int, CANARY_FROM.split("."))) else "false"
+    )
+    for p in pods.running():
+        assert release_of(p) == version, (p.pod, p.image, p.bin)
+        if "DYN_SYSTEM_PORT" in p.env:
+            assert p.env["DYN_HEALTH_CHECK_ENABLED"] == canary, (p.pod, p.env)
 
 
 def quiet(_: str) -> None:
@@ -94,17 +132,20 @@ def serve(
     cluster: LocalCluster,
     harness_kube: KubeClient,
     conn: connection.Connection,
-    runtime: Path,
+    release: str,
 ) -> Serve:
-    """`with serve(graph_file, graph_name) as d:` deploys the graph, runs its pods, waits for its model."""
+    """`with serve(graph_file, graph_name) as d:` deploys the graph with the release's images, runs its
+    pods on the release's runtime, waits for its model."""
 
     @contextmanager
     def run(graph: Path, name: str) -> Iterator[Deployed]:
         ns = unique("serve")
+        graph = with_release(graph, release, tmp_path / "graphs")
         with (
             deployed(tmp_path, cluster, graph, ns) as (stack, copy),
             served(harness_kube, conn, namespace=ns, graph=name, root=tmp_path / "pods") as live,
         ):
+            assert_release(live.pods, release)
             yield Deployed(stack, copy, ns, live)
 
     return run
@@ -254,7 +295,8 @@ def test_disaggregated_graph_prefills_on_the_prefill_worker(serve: Serve) -> Non
 
 
 def test_kv_router_serves(serve: Serve, tmp_path: Path) -> None:
-    graph = tmp_path / "mocker-kv.yaml"
+    graph = tmp_path / "kv" / "mocker-kv.yaml"
+    graph.parent.mkdir()
     graph.write_text((REPO / "examples" / "mocker-agg.yaml").read_text())
     set_frontend_env(graph, "DYN_ROUTER_MODE", "kv")
     with serve(graph, "mocker-agg") as d:
