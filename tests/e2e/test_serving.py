@@ -50,6 +50,8 @@ DISCOVERY_TIMEOUT_S = 60.0
 DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za-z.+-]*")
 # The workers' canary health checks: on from runtime 1.5.0 (the render's CanaryHealthChecks gate).
 CANARY_FROM = "1.5.0"
+# What a worker's runtime logs when it runs canary health checks.
+HEALTH_CHECK_MANAGER = "Health check manager started"
 
 
 def with_release(graph: Path, version: str, into: Path) -> Path:
@@ -71,15 +73,40 @@ def release(request: pytest.FixtureRequest) -> str:
     return version
 
 
+def canary_on(version: str) -> bool:
+    return tuple(map(int, version.split("."))) >= tuple(map(int, CANARY_FROM.split(".")))
+
+
 def assert_release(pods: PodProcesses, version: str) -> None:
-    """Every process runs the release's runtime; workers with canary health checks from 1.5.0 on."""
-    canary = (
-        "true" if tuple(map(int, version.split("."))) >= tuple(map(int, CANARY_FROM.split("."))) else "false"
-    )
+    """Every process runs the release's runtime; its workers run canary health checks from 1.5.0 on
+    (the runtime reports reading the setting and starts its health-check manager), not before."""
+    canary = canary_on(version)
     for p in pods.running():
         assert release_of(p) == version, (p.pod, p.image, p.bin)
-        if "DYN_SYSTEM_PORT" in p.env:
-            assert p.env["DYN_HEALTH_CHECK_ENABLED"] == canary, (p.pod, p.env)
+        if "DYN_SYSTEM_PORT" not in p.env:
+            continue
+        assert p.env["DYN_HEALTH_CHECK_ENABLED"] == str(canary).lower(), (p.pod, p.env)
+        wait_until(lambda p=p: "Registered endpoint" in p.log.read_text(), DISCOVERY_TIMEOUT_S,
+                   f"{p.pod}'s generate endpoint", pods)  # fmt: skip
+        log = p.log.read_text()
+        assert ("health_check_enabled=true" in log) == canary, log[-3000:]
+        assert (HEALTH_CHECK_MANAGER in log) == canary, log[-3000:]
+
+
+def probes_pass(kube: KubeClient, namespace: str, proc: PodProcess) -> dict[str, int]:
+    """What a kubelet's HTTP probes of the pod's main container get: probe -> status code."""
+    pod = kube.get(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": proc.pod, "namespace": namespace}}
+    )
+    assert pod is not None
+    (main,) = [c for c in pod["spec"]["containers"] if c["name"] == "main"]
+    codes = {}
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        get = (main.get(probe) or {}).get("httpGet")
+        if get:
+            url = f"http://127.0.0.1:{proc.ports[str(get['port'])]}{get['path']}"
+            codes[f"{probe} {get['path']}"] = httpx.get(url, timeout=5).status_code
+    return codes
 
 
 def quiet(_: str) -> None:
@@ -214,13 +241,19 @@ def conn(cluster: LocalCluster) -> connection.Connection:
     return connection.load(str(cluster.kubeconfig))
 
 
-def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClient) -> None:
+def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClient, release: str) -> None:
     with serve(REPO / "examples" / "mocker-agg.yaml", "mocker-agg") as d:
         stack, graph, ns = d.stack, d.graph, d.namespace
         pods, url, model = d.live.pods, d.live.url, d.live.model
         answer = chat(url, model, max_tokens=8)
         assert answer.completion_tokens == 8, answer
         assert len(answer.text.split()) == 8, answer
+        # The worker passes the probes a kubelet would run (from 1.5.0 with canary health checks on).
+        (proc,) = pods.running("MockerWorker")
+        codes = probes_pass(harness_kube, ns, proc)
+        print(f"\n[e2e] {release} worker probes: {codes}")
+        assert set(codes) == {"startupProbe /live", "livenessProbe /live", "readinessProbe /health"}, codes
+        assert set(codes.values()) == {200}, codes
 
         # Discovery went through the cluster: one DynamoWorkerMetadata per worker pod, applied by
         # the runtime with the pod's own token and owned by its pod.
