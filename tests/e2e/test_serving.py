@@ -50,6 +50,8 @@ DISCOVERY_TIMEOUT_S = 60.0
 DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za-z.+-]*")
 # The workers' canary health checks: on from runtime 1.5.0 (the render's CanaryHealthChecks gate).
 CANARY_FROM = "1.5.0"
+# What the 1.6 frontend's discovery daemon logs while it cannot list DynamoWorkerMetadata.
+FRONTEND_LIST_ERROR = "DynamoWorkerMetadata CR reflector error"
 # What a worker's runtime logs when it runs canary health checks.
 HEALTH_CHECK_MANAGER = "Health check manager started"
 
@@ -342,17 +344,24 @@ def test_kv_router_serves(serve: Serve, tmp_path: Path) -> None:
         assert "KV Routing initialized" in frontend.log.read_text(), frontend.tail()
 
 
-def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, runtime: Path) -> None:
+def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release: str) -> None:
     """Negative control, on a cluster of its own: the graph deployed as usual, then the
     DynamoWorkerMetadata CRD removed (a cluster where nobody installed it). The worker cannot
-    register (the runtime's own error, a 404 from the API server) and the frontend finds no model."""
+    register (the runtime's own error, a 404 from the API server) and the frontend finds no model:
+    1.4.0's frontend answers with no model; 1.6.1's waits for its discovery daemon's first list of
+    DynamoWorkerMetadata (a 404 too) and never opens its HTTP port."""
     own = LocalCluster(tmp_path / "cluster")
     own.start()
     conn = connection.load(str(own.kubeconfig))
     try:
         ns = unique("serve-nocrd")
         with (
-            deployed(tmp_path / "stack", own, REPO / "examples" / "mocker-agg.yaml", ns),
+            deployed(
+                tmp_path / "stack",
+                own,
+                with_release(REPO / "examples" / "mocker-agg.yaml", release, tmp_path / "graphs"),
+                ns,
+            ),
             KubeClient(conn, HARNESS_USER_AGENT) as kube,
         ):
             kube.delete(WORKER_METADATA_CRD)
@@ -375,11 +384,23 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, runtime:
                 ]
                 assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
                 url = pods.url("Frontend", "http")
-                wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
-                # Well past the discovery daemon's debounce: still nobody to serve.
-                time.sleep(3)
-                assert models(url) == [], "the frontend lists a model it could not have discovered"
-                with pytest.raises(RuntimeError, match="HTTP 404"):
-                    chat(url, "/models/tiny-chat")
+                if release == dynamo_runtime.DYNAMO_VERSION:
+                    wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
+                    # Well past the discovery daemon's debounce: still nobody to serve.
+                    time.sleep(3)
+                    assert models(url) == [], "the frontend lists a model it could not have discovered"
+                    with pytest.raises(RuntimeError, match="HTTP 404"):
+                        chat(url, "/models/tiny-chat")
+                else:
+                    (frontend,) = pods.running("Frontend")
+                    wait_until(lambda: FRONTEND_LIST_ERROR in frontend.tail(400), DISCOVERY_TIMEOUT_S,
+                               "the frontend's discovery error", pods)  # fmt: skip
+                    errors = [line for line in frontend.tail(400).splitlines() if FRONTEND_LIST_ERROR in line]
+                    assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
+                    # Well past the daemon's retries: the frontend is alive and serves nothing.
+                    time.sleep(5)
+                    assert frontend.alive() and not answers(f"{url}/v1/models"), frontend.tail(40)
+                    with pytest.raises(httpx.TransportError):
+                        chat(url, "/models/tiny-chat")
     finally:
         own.stop()
