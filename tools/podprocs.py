@@ -7,7 +7,7 @@ rendered command, args and env) with NVIDIA's Dynamo runtime, and stops it when 
 A process differs from the container only by the substitutions in SUBSTITUTIONS, nothing else.
 
     with PodProcesses(kube, conn, namespace="ns", selector="nvidia.com/dynamo-graph-deployment-name=g",
-                      root=tmp, runtime_bin=dynamo_runtime.bin_dir()) as pods:
+                      root=tmp, runtime_bin=dynamo_runtime.image_bin) as pods:  # or one bin folder
         pods.sync()                      # or pods.follow(): a thread that keeps syncing
         url = pods.url("g-frontend-...", "http")
 """
@@ -22,7 +22,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,8 +36,9 @@ from tools.podnet import NO_PROXY, PodNetwork
 MAIN_CONTAINER = "main"
 # Every difference between a harness process and the container it stands for.
 SUBSTITUTIONS = (
-    "image: the Dynamo runtime virtualenv (its bin first on PATH, so the command's `python3` is the "
-    "runtime's); an image given in `image_bins` runs with that folder first instead (the agent's image: "
+    "image: the virtualenv of the Dynamo runtime release of the image tag's major.minor (1.4 or 1.6; an "
+    "untagged image the pin's 1.4.0) (tools/dynamo_runtime.py), its bin first on PATH, so the command's "
+    "`python3` is the runtime's; an image given in `image_bins` runs with that folder first instead (the agent's image: "
     "this repository's virtualenv, whose `dynamo-infra` is the image's); only the container's env "
     "reaches the process, plus PATH and HOME; its securityContext (user, read-only root) is not played",
     "env valueFrom.fieldRef: the live pod's field (POD_NAME, POD_NAMESPACE, POD_UID, ...), as a kubelet "
@@ -59,6 +60,10 @@ SUBSTITUTIONS = (
     "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
     "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
     "fixed path client libraries read (the planner its namespace)",
+    "aisimulate_core (runtime 1.6): NVIDIA's AISimulate core, which the 1.6 planner imports at load but "
+    "only uses for its AISimulate performance model, cannot be installed (NVIDIA's own index): an import "
+    "stand-in (tools/runtime_standins/) whose every use raises (StandInCalled, logged as "
+    "'aisimulate_core stand-in called'); the planner modes the harness runs never call it",
 )
 # Mount paths under this folder are bind-mounted in the process's own mount namespace (SUBSTITUTIONS).
 VAR_RUN = "/var/run"
@@ -96,6 +101,9 @@ class PodProcess:
     # The pod's IP and its container ports by number (what the pod network forwards).
     pod_ip: str = ""
     container_ports: dict[int, int] = field(default_factory=dict)
+    # The container's image and the bin folder its process runs with (first on PATH).
+    image: str = ""
+    bin: Path | None = None
     popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -173,7 +181,7 @@ class PodProcesses:
         namespace: str,
         selector: str,
         root: Path,
-        runtime_bin: Path,
+        runtime_bin: Path | Callable[[str], Path],
         image_bins: Mapping[str, Path] | None = None,
     ) -> None:
         self.kube = kube
@@ -181,7 +189,8 @@ class PodProcesses:
         self.namespace = namespace
         self.selector = selector
         self.root = root.resolve()
-        self.runtime_bin = runtime_bin.resolve()
+        # The runtime's bin folder: one for every image, or the one for a container's image.
+        self.runtime_bin = runtime_bin
         # Container image -> the bin folder standing for it (others: the Dynamo runtime's).
         self.image_bins = {image: path.resolve() for image, path in (image_bins or {}).items()}
         self.processes: dict[str, PodProcess] = {}
@@ -299,6 +308,15 @@ class PodProcesses:
 
     # --- one pod ------------------------------------------------------------------------------
 
+    def runtime_for(self, image: str) -> Path:
+        """The Dynamo runtime's bin folder a container of this image runs with."""
+        if isinstance(self.runtime_bin, Path):
+            return self.runtime_bin.resolve()
+        try:
+            return self.runtime_bin(image).resolve()
+        except ValueError as e:
+            raise PodProcessError(str(e)) from e
+
     def prepare(self, pod: Manifest) -> PodProcess:
         """The process standing for `pod`'s main container (not started)."""
         meta = pod["metadata"]
@@ -331,7 +349,8 @@ class PodProcesses:
             env[variable] = self.network.url
         for variable in ("NO_PROXY", "no_proxy"):
             env[variable] = NO_PROXY
-        image_bin = self.image_bins.get(str(container.get("image", "")), self.runtime_bin)
+        image = str(container.get("image", ""))
+        image_bin = self.image_bins.get(image) or self.runtime_for(image)
         env["PATH"] = os.pathsep.join([str(image_bin), "/usr/local/bin", "/usr/bin", "/bin"])
         kubeconfig = kubelet.kubeconfig()
         if kubeconfig is not None:
@@ -362,6 +381,8 @@ class PodProcesses:
             ports=ports,
             pod_ip=str((pod.get("status") or {}).get("podIP") or ""),
             container_ports=container_ports,
+            image=image,
+            bin=image_bin,
         )
 
 

@@ -5,9 +5,10 @@ The last step of `tools/run-local`, and what the end-to-end tests build on:
     python -m tools.serving --kubeconfig .local/cluster/kubeconfig --namespace dynamo-local \
         --graph mocker-agg --model-claim model-store --since <epoch seconds when `pulumi up` began>
 
-runs the graph's pods as processes (tools/podprocs.py), waits until the frontend lists the model,
-sends one chat completion, prints the answer and how long the graph took to serve its first token
-since `--since`, and stops every process it started.
+runs the graph's pods as processes (tools/podprocs.py), each with the Dynamo runtime release of its
+image (tools/dynamo_runtime.py), waits until the frontend lists the model, sends one chat completion,
+prints the answer, which release served it and how long the graph took to serve its first token since
+`--since`, and stops every process it started.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from tools import dynamo_runtime
 from tools.kubelet import claim_dir
-from tools.podprocs import SUBSTITUTIONS, PodProcesses, pods_of
+from tools.podprocs import MAIN_CONTAINER, SUBSTITUTIONS, PodProcess, PodProcesses, pods_of
 
 # The example graphs' model claim, and the tiny model's folder on it (what their --model-path names).
 MODEL_CLAIM = "model-store"
@@ -45,9 +46,9 @@ REQUEST_TIMEOUT_S = 30.0
 HARNESS_USER_AGENT = "dynamo-infra-podprocs/0.1.0"
 
 
-def write_tiny_model(folder: Path) -> Path:
-    """The tokenizer-only model in `folder`, built by the runtime virtualenv's `tokenizers`."""
-    python = dynamo_runtime.ensure()
+def write_tiny_model(folder: Path, release: str = dynamo_runtime.DYNAMO_VERSION) -> Path:
+    """The tokenizer-only model in `folder`, built by a runtime virtualenv's `tokenizers`."""
+    python = dynamo_runtime.ensure(release)
     subprocess.run([str(python), str(TINY_MODEL_SCRIPT), str(folder)], check=True, capture_output=True)
     return folder
 
@@ -125,6 +126,23 @@ def chat(base_url: str, model: str, prompt: str = "hello world", max_tokens: int
     return Completion("".join(text), tokens, first, started_at + first, model)
 
 
+def graph_releases(kube: KubeClient, namespace: str, graph: str) -> list[str]:
+    """The Dynamo runtime releases the graph's pods' main containers run on (their images')."""
+    images = {
+        c.get("image", "")
+        for pod in kube.list("v1", "Pod", namespace, label_selector=pods_of(graph))
+        for c in pod["spec"].get("containers") or []
+        if c["name"] == MAIN_CONTAINER
+    }
+    found = set()
+    for image in images:
+        try:
+            found.add(dynamo_runtime.for_image(image).version)
+        except ValueError:
+            continue  # an image the harness runs otherwise (PodProcesses' image_bins) or refuses
+    return sorted(found)
+
+
 @contextmanager
 def serving(
     kube: KubeClient,
@@ -136,11 +154,18 @@ def serving(
     model_claim: str | None = None,
 ) -> Iterator[PodProcesses]:
     """The graph's pods running as processes (following scale changes) until the block ends."""
-    runtime = dynamo_runtime.ensure()
+    releases = graph_releases(kube, namespace, graph)
+    for version in releases:
+        dynamo_runtime.ensure(version)
     if model_claim:
-        write_tiny_model(claim_dir(kube, namespace, model_claim) / MODEL_FOLDER)
+        write_tiny_model(claim_dir(kube, namespace, model_claim) / MODEL_FOLDER, *releases[:1])
     pods = PodProcesses(
-        kube, conn, namespace=namespace, selector=pods_of(graph), root=root, runtime_bin=runtime.parent
+        kube,
+        conn,
+        namespace=namespace,
+        selector=pods_of(graph),
+        root=root,
+        runtime_bin=dynamo_runtime.image_bin,
     )
     try:
         pods.sync()
@@ -176,6 +201,15 @@ def served(
         yield Served(pods, url, wait_for_model(url, pods))
 
 
+def release_of(proc: PodProcess) -> str:
+    """The `ai-dynamo` release installed where a process's `python3` comes from (what it runs)."""
+    assert proc.bin is not None
+    return subprocess.run(
+        [str(proc.bin / "python3"), "-c", "import importlib.metadata as m; print(m.version('ai-dynamo'))"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", required=True)
@@ -194,15 +228,18 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
     started = time.time()
-    setup = time.monotonic()
-    dynamo_runtime.ensure()
-    print(
-        f"dynamo runtime {dynamo_runtime.DYNAMO_VERSION}: {dynamo_runtime.root()} ({time.monotonic() - setup:.1f}s)"
-    )
     print("pods run as processes, with these substitutions only:")
     for s in SUBSTITUTIONS:
         print(f"  - {s}")
     conn = connection.load(args.kubeconfig)
+    with KubeClient(conn, HARNESS_USER_AGENT) as kube:
+        for version in graph_releases(kube, args.namespace, args.graph):
+            setup = time.monotonic()
+            dynamo_runtime.ensure(version)
+            print(
+                f"dynamo runtime {version}: {dynamo_runtime.root(version)} ({time.monotonic() - setup:.1f}s; "
+                f"installed in {dynamo_runtime.setup_seconds(version)}s)"
+            )
     with (
         KubeClient(conn, HARNESS_USER_AGENT) as kube,
         serving(
@@ -215,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         ) as pods,
     ):
         for p in pods.running():
-            print(f"  pod {p.pod}: {' '.join(p.argv)}  (log {p.log})")
+            print(f"  pod {p.pod} ({p.image}, runtime {p.bin}): {' '.join(p.argv)}  (log {p.log})")
         try:
             url = pods.url(args.frontend, "http")
             model = wait_for_model(url, pods)
@@ -224,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"the graph does not serve: {e}\n{pods.logs()}", file=sys.stderr)
             return 1
         print(f"\nPOST {url}/v1/chat/completions (model {model}): {answer.text.strip()!r}")
+        releases = sorted({f"{p.component} {release_of(p)}" for p in pods.running()})
+        print(f"  served by Dynamo runtime {', '.join(releases)}")
         print(f"  {answer.completion_tokens} tokens, first token after {answer.first_token_s * 1000:.0f} ms")
         if args.since:
             print(f"  first token {answer.first_token_at - args.since:.1f}s after `pulumi up` began")

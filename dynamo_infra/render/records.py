@@ -34,8 +34,19 @@ COMPONENTS_ANNOTATION = "dynamo-infra.io/components"
 
 
 def components_annotation(components: Mapping[str, Manifest]) -> str:
-    """The COMPONENTS_ANNOTATION value: the records' `components` input as compact JSON, keys sorted."""
-    return json.dumps(components, sort_keys=True, separators=(",", ":"))
+    """The COMPONENTS_ANNOTATION value: the records' `components` input as compact JSON, keys sorted;
+    integral numbers as integers, however they arrive (Pulumi carries every number as a float)."""
+    return json.dumps(_integral(components), sort_keys=True, separators=(",", ":"))
+
+
+def _integral(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def graph_record(

@@ -1,13 +1,16 @@
 """Dynamo's Planner scales a graph deployed without the operator, with no `pulumi up`.
 
-The stack deploys the graph and the dynamo-infra agent (`dynamo-infra:agent`). The real
-`dynamo.planner` 1.4.0 runs as a process of its pod (its service account's token its only
+Per runtime release (1.4.0 and 1.6.1: the graph's images name it, the harness runs it). The stack
+deploys the graph and the dynamo-infra agent (`dynamo-infra:agent`). The real `dynamo.planner` runs as a process of its pod (its service account's token its only
 credential), reads the graph's DynamoGraphDeployment record and the forward-pass metrics the mocker
 decode worker publishes on the event plane. Under a bounded load its KV cache fills, the planner asks
 for a second decode worker through the decode adapter's (DGDSA's) scale subresource, the agent — run
 as a process from its rendered pod spec — carries that to the DGD record and to the worker
 Deployment's scale, kwok runs the new pod, its process registers, and the new worker serves requests. Pulumi then neither undoes nor fights the planner's
-choice: a preview shows no change and an `up` keeps two decode workers.
+choice: a preview shows no change and an `up` keeps two decode workers. From 1.6.0 the planner reads
+the component's GPU shape from the DGD record's status (`gpusPerEngine`, `gpusPerReplica`, current
+only while `observedGeneration` equals `generation`), which our records carry live; its load mode never
+calls into the aisimulate_core stand-in.
 """
 
 from __future__ import annotations
@@ -28,11 +31,20 @@ from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render.agent import AGENT_LABELS, AGENT_NAME
 from tests.e2e.conftest import GRAPHS
-from tests.e2e.test_serving import conn, deployed, quiet, served_requests, wait_until  # noqa: F401 (fixtures)
+from tests.e2e.test_serving import (  # noqa: F401 (fixtures)
+    conn,
+    deployed,
+    quiet,
+    release,
+    served_requests,
+    wait_until,
+    with_release,
+)
 from tests.integration.harness import unique
 from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
+from tools.runtime_standins.aisimulate_core import MARKER as STANDIN_MARKER
 from tools.serving import chat, served
 
 GRAPH = GRAPHS / "planner-mocker.yaml"
@@ -90,6 +102,19 @@ def live_status(kube: KubeClient, namespace: str) -> tuple[object, object]:
     )
     ready = (((dgd or {}).get("status") or {}).get("components") or {}).get(DECODE, {}).get("readyReplicas")
     return ready, ((dgdsa or {}).get("status") or {}).get("replicas")
+
+
+def component_status(kube: KubeClient, namespace: str) -> tuple[Manifest, Manifest]:
+    """The DGD record's metadata and its decode component's status (what `kubectl get dgd -o yaml` shows)."""
+    dgd = kube.get(
+        {
+            "apiVersion": RECORD_API_VERSION,
+            "kind": "DynamoGraphDeployment",
+            "metadata": {"name": GRAPH_NAME, "namespace": namespace},
+        }
+    )
+    assert dgd is not None
+    return dgd, ((dgd.get("status") or {}).get("components") or {}).get(DECODE, {})
 
 
 def adapter_replicas(kube: KubeClient, namespace: str) -> int | None:
@@ -179,11 +204,13 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
     cluster: LocalCluster,
     harness_kube: KubeClient,
     conn: connection.Connection,  # noqa: F811 (the fixture imported above)
-    runtime: Path,
+    release: str,  # noqa: F811 (the fixture imported above)
 ) -> None:
     ns = unique("planner")
+    graph = with_release(GRAPH, release, tmp_path / "graphs")
+    shape_in_status = release != dynamo_runtime.DYNAMO_VERSION
     with (
-        deployed(tmp_path / "stack", cluster, GRAPH, ns, AGENT_CONFIG) as (stack, _),
+        deployed(tmp_path / "stack", cluster, graph, ns, AGENT_CONFIG) as (stack, _),
         agent_running(harness_kube, conn, ns, tmp_path / "agent") as agent,
         served(harness_kube, conn, namespace=ns, graph=GRAPH_NAME, root=tmp_path / "pods") as live,
     ):
@@ -234,8 +261,18 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
                 pods,
             )
             agent_rss = rss_mib(agent)
+            # 1.6: the GPU shape the planner reads, current for the record's generation, live.
+            dgd, status = component_status(harness_kube, ns)
+            print(f"\n[e2e] {release} DGD status.components.{DECODE}: {status}; "
+                  f"observedGeneration {dgd['status'].get('observedGeneration')}, "
+                  f"generation {dgd['metadata']['generation']}")  # fmt: skip
+            if shape_in_status:
+                assert {"gpusPerEngine", "gpusPerReplica"} <= set(status), status
+                assert dgd["status"]["observedGeneration"] == dgd["metadata"]["generation"], dgd["status"]
+            else:
+                assert "gpusPerEngine" not in status, status
             print(
-                f"\n[e2e] load step -> planner's request {decided:.1f}s -> agent's scale {scaled:.1f}s "
+                f"\n[e2e] {release}: load step -> planner's request {decided:.1f}s -> agent's scale {scaled:.1f}s "
                 f"-> new worker's process {process_up:.1f}s -> it serves {serving:.1f}s; "
                 f"agent RSS {agent_rss:.0f} MiB"
             )
@@ -249,3 +286,6 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
             assert len(pods.running(DECODE)) == 2
         assert errors == [], errors[:3]
         assert agent.alive(), agent.tail(40)
+        # The load mode never called into the aisimulate_core stand-in (1.6's planner imports it).
+        assert STANDIN_MARKER not in planner.log.read_text()
+        assert planner.alive(), planner.tail(40)

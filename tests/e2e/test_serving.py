@@ -1,8 +1,11 @@
 """A deployed graph serves requests: `pulumi up` on the local control plane, then every pod of the
-graph that kwok runs is started as a process of NVIDIA's Dynamo runtime 1.4.0 (frontend and mocker
-engine, CPU only) with its pod's service-account token as its only credential; requests go to the
-frontend. Discovery is Kubernetes discovery, as rendered: workers apply DynamoWorkerMetadata objects
-(the CRD the platform layer installs), the frontend watches them and the EndpointSlices."""
+graph that kwok runs is started as a process of NVIDIA's Dynamo runtime (frontend and mocker engine,
+CPU only) with its pod's service-account token as its only credential; requests go to the frontend.
+Discovery is Kubernetes discovery, as rendered: workers apply DynamoWorkerMetadata objects (the CRD
+the platform layer installs), the frontend watches them and the EndpointSlices.
+
+Each proof runs per runtime release (`release`): the graph's images name it, so the render applies
+that release's gates (from 1.5.0: canary health checks on), and the harness runs its pods on it."""
 
 from __future__ import annotations
 
@@ -24,9 +27,10 @@ from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.integration.conftest import copy_project, make_stack, unique
+from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podprocs import PodProcess, PodProcesses
-from tools.serving import HARNESS_USER_AGENT, Served, chat, models, served, serving
+from tools.serving import HARNESS_USER_AGENT, Served, chat, models, release_of, served, serving
 
 WORKER_METADATA = ("nvidia.com/v1alpha1", "DynamoWorkerMetadata")
 WORKER_METADATA_CRD = {
@@ -42,6 +46,69 @@ REQUESTS_METRIC = re.compile(r"^dynamo_component_requests_total\{([^}]*)\}\s+([0
 LOAD_REQUESTS = 20
 # Bounded waits of the harness.
 DISCOVERY_TIMEOUT_S = 60.0
+# The Dynamo images of the graphs, whose tags the tests set to the release under test.
+DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za-z.+-]*")
+# The workers' canary health checks: on from runtime 1.5.0 (the render's CanaryHealthChecks gate).
+CANARY_FROM = "1.5.0"
+# What the 1.6 frontend's discovery daemon logs while it cannot list DynamoWorkerMetadata.
+FRONTEND_LIST_ERROR = "DynamoWorkerMetadata CR reflector error"
+# What a worker's runtime logs when it runs canary health checks.
+HEALTH_CHECK_MANAGER = "Health check manager started"
+
+
+def with_release(graph: Path, version: str, into: Path) -> Path:
+    """A copy of `graph` (in folder `into`) whose Dynamo images are tagged `version`."""
+    into.mkdir(parents=True, exist_ok=True)
+    copy = into / graph.name
+    copy.write_text(DYNAMO_IMAGE.sub(rf"\g<1>:{version}", graph.read_text()))
+    return copy
+
+
+@pytest.fixture(params=list(dynamo_runtime.RELEASES))
+def release(request: pytest.FixtureRequest) -> str:
+    """The Dynamo runtime release under test: its images in the graph, its runtime in the harness."""
+    version: str = request.param
+    started = time.monotonic()
+    dynamo_runtime.ensure(version)
+    print(f"\n[e2e] dynamo runtime {version} ready in {time.monotonic() - started:.1f}s "
+          f"(installed in {dynamo_runtime.setup_seconds(version)}s)")  # fmt: skip
+    return version
+
+
+def canary_on(version: str) -> bool:
+    return tuple(map(int, version.split("."))) >= tuple(map(int, CANARY_FROM.split(".")))
+
+
+def assert_release(pods: PodProcesses, version: str) -> None:
+    """Every process runs the release's runtime; its workers run canary health checks from 1.5.0 on
+    (the runtime reports reading the setting and starts its health-check manager), not before."""
+    canary = canary_on(version)
+    for p in pods.running():
+        assert release_of(p) == version, (p.pod, p.image, p.bin)
+        if "DYN_SYSTEM_PORT" not in p.env:
+            continue
+        assert p.env["DYN_HEALTH_CHECK_ENABLED"] == str(canary).lower(), (p.pod, p.env)
+        wait_until(lambda p=p: "Registered endpoint" in p.log.read_text(), DISCOVERY_TIMEOUT_S,
+                   f"{p.pod}'s generate endpoint", pods)  # fmt: skip
+        log = p.log.read_text()
+        assert ("health_check_enabled=true" in log) == canary, log[-3000:]
+        assert (HEALTH_CHECK_MANAGER in log) == canary, log[-3000:]
+
+
+def probes_pass(kube: KubeClient, namespace: str, proc: PodProcess) -> dict[str, int]:
+    """What a kubelet's HTTP probes of the pod's main container get: probe -> status code."""
+    pod = kube.get(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": proc.pod, "namespace": namespace}}
+    )
+    assert pod is not None
+    (main,) = [c for c in pod["spec"]["containers"] if c["name"] == "main"]
+    codes = {}
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        get = (main.get(probe) or {}).get("httpGet")
+        if get:
+            url = f"http://127.0.0.1:{proc.ports[str(get['port'])]}{get['path']}"
+            codes[f"{probe} {get['path']}"] = httpx.get(url, timeout=5).status_code
+    return codes
 
 
 def quiet(_: str) -> None:
@@ -94,17 +161,20 @@ def serve(
     cluster: LocalCluster,
     harness_kube: KubeClient,
     conn: connection.Connection,
-    runtime: Path,
+    release: str,
 ) -> Serve:
-    """`with serve(graph_file, graph_name) as d:` deploys the graph, runs its pods, waits for its model."""
+    """`with serve(graph_file, graph_name) as d:` deploys the graph with the release's images, runs its
+    pods on the release's runtime, waits for its model."""
 
     @contextmanager
     def run(graph: Path, name: str) -> Iterator[Deployed]:
         ns = unique("serve")
+        graph = with_release(graph, release, tmp_path / "graphs")
         with (
             deployed(tmp_path, cluster, graph, ns) as (stack, copy),
             served(harness_kube, conn, namespace=ns, graph=name, root=tmp_path / "pods") as live,
         ):
+            assert_release(live.pods, release)
             yield Deployed(stack, copy, ns, live)
 
     return run
@@ -173,13 +243,19 @@ def conn(cluster: LocalCluster) -> connection.Connection:
     return connection.load(str(cluster.kubeconfig))
 
 
-def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClient) -> None:
+def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClient, release: str) -> None:
     with serve(REPO / "examples" / "mocker-agg.yaml", "mocker-agg") as d:
         stack, graph, ns = d.stack, d.graph, d.namespace
         pods, url, model = d.live.pods, d.live.url, d.live.model
         answer = chat(url, model, max_tokens=8)
         assert answer.completion_tokens == 8, answer
         assert len(answer.text.split()) == 8, answer
+        # The worker passes the probes a kubelet would run (from 1.5.0 with canary health checks on).
+        (proc,) = pods.running("MockerWorker")
+        codes = probes_pass(harness_kube, ns, proc)
+        print(f"\n[e2e] {release} worker probes: {codes}")
+        assert set(codes) == {"startupProbe /live", "livenessProbe /live", "readinessProbe /health"}, codes
+        assert set(codes.values()) == {200}, codes
 
         # Discovery went through the cluster: one DynamoWorkerMetadata per worker pod, applied by
         # the runtime with the pod's own token and owned by its pod.
@@ -254,7 +330,8 @@ def test_disaggregated_graph_prefills_on_the_prefill_worker(serve: Serve) -> Non
 
 
 def test_kv_router_serves(serve: Serve, tmp_path: Path) -> None:
-    graph = tmp_path / "mocker-kv.yaml"
+    graph = tmp_path / "kv" / "mocker-kv.yaml"
+    graph.parent.mkdir()
     graph.write_text((REPO / "examples" / "mocker-agg.yaml").read_text())
     set_frontend_env(graph, "DYN_ROUTER_MODE", "kv")
     with serve(graph, "mocker-agg") as d:
@@ -267,17 +344,24 @@ def test_kv_router_serves(serve: Serve, tmp_path: Path) -> None:
         assert "KV Routing initialized" in frontend.log.read_text(), frontend.tail()
 
 
-def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, runtime: Path) -> None:
+def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release: str) -> None:
     """Negative control, on a cluster of its own: the graph deployed as usual, then the
     DynamoWorkerMetadata CRD removed (a cluster where nobody installed it). The worker cannot
-    register (the runtime's own error, a 404 from the API server) and the frontend finds no model."""
+    register (the runtime's own error, a 404 from the API server) and the frontend finds no model:
+    1.4.0's frontend answers with no model; 1.6.1's waits for its discovery daemon's first list of
+    DynamoWorkerMetadata (a 404 too) and never opens its HTTP port."""
     own = LocalCluster(tmp_path / "cluster")
     own.start()
     conn = connection.load(str(own.kubeconfig))
     try:
         ns = unique("serve-nocrd")
         with (
-            deployed(tmp_path / "stack", own, REPO / "examples" / "mocker-agg.yaml", ns),
+            deployed(
+                tmp_path / "stack",
+                own,
+                with_release(REPO / "examples" / "mocker-agg.yaml", release, tmp_path / "graphs"),
+                ns,
+            ),
             KubeClient(conn, HARNESS_USER_AGENT) as kube,
         ):
             kube.delete(WORKER_METADATA_CRD)
@@ -300,11 +384,23 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, runtime:
                 ]
                 assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
                 url = pods.url("Frontend", "http")
-                wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
-                # Well past the discovery daemon's debounce: still nobody to serve.
-                time.sleep(3)
-                assert models(url) == [], "the frontend lists a model it could not have discovered"
-                with pytest.raises(RuntimeError, match="HTTP 404"):
-                    chat(url, "/models/tiny-chat")
+                if release == dynamo_runtime.DYNAMO_VERSION:
+                    wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
+                    # Well past the discovery daemon's debounce: still nobody to serve.
+                    time.sleep(3)
+                    assert models(url) == [], "the frontend lists a model it could not have discovered"
+                    with pytest.raises(RuntimeError, match="HTTP 404"):
+                        chat(url, "/models/tiny-chat")
+                else:
+                    (frontend,) = pods.running("Frontend")
+                    wait_until(lambda: FRONTEND_LIST_ERROR in frontend.tail(400), DISCOVERY_TIMEOUT_S,
+                               "the frontend's discovery error", pods)  # fmt: skip
+                    errors = [line for line in frontend.tail(400).splitlines() if FRONTEND_LIST_ERROR in line]
+                    assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
+                    # Well past the daemon's retries: the frontend is alive and serves nothing.
+                    time.sleep(5)
+                    assert frontend.alive() and not answers(f"{url}/v1/models"), frontend.tail(40)
+                    with pytest.raises(httpx.TransportError):
+                        chat(url, "/models/tiny-chat")
     finally:
         own.stop()

@@ -147,7 +147,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory, cluster: LocalCluster) -> Iter
 
 
 WORKER_REPLICAS = "      componentType: worker\n      replicas: 1\n"
-WORKER_IMAGE = "image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0\n          command"
+WORKER_IMAGE = "image: nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1\n          command"
 
 
 def test_pull_request_workflow_comments_a_replica_bump(rig: Rig) -> None:
@@ -162,11 +162,11 @@ def test_pull_request_workflow_comments_a_replica_bump(rig: Rig) -> None:
 
 
 def test_image_bump_shows_the_rollout(rig: Rig) -> None:
-    with rig.graph_edit(WORKER_IMAGE, WORKER_IMAGE.replace("1.4.0", "1.4.1")):
+    with rig.graph_edit(WORKER_IMAGE, WORKER_IMAGE.replace("1.6.1", "1.6.2")):
         text = rig.summary()
     assert "1 rollout of pods (`mocker-agg/MockerWorker`)" in text
     assert "pods restart**: pods replaced by the new workload" in text  # a new worker hash renames it
-    image = "`spec.template.spec.containers[main].image`: `nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.0` → `nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.4.1`"
+    image = "`spec.template.spec.containers[main].image`: `nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1` → `nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.2`"
     assert image in text
     assert "Frontend" not in text.split("</summary>", 1)[0]  # the frontend does not restart
 

@@ -339,3 +339,12 @@ def test_gpu_memory_service_counts_the_rendered_claim_or_the_weight_servers(
     # InterPod (Grove): the engine's GPUs are shared with its weight server through Grove's resource
     # sharing, and the operator adds the engine's GPUs to the replica's.
     assert (fields["gpusPerEngine"], fields["gpusPerReplica"]) == (2, 2)
+
+
+def test_the_components_annotation_is_the_same_whether_numbers_arrive_as_ints_or_floats() -> None:
+    """Pulumi hands the records provider every number as a float: the annotation `up` writes equals the
+    one `dynamo-infra render` prints (no drift reported on a 1.6 graph's record)."""
+    ints = {"decode": {"plannerStatus": {"gpusPerEngine": 0, "gpusPerReplica": 2}, "replicas": "graph"}}
+    floats = {"decode": {"plannerStatus": {"gpusPerEngine": 0.0, "gpusPerReplica": 2.0}, "replicas": "graph"}}
+    assert components_annotation(floats) == components_annotation(ints)
+    assert '"gpusPerEngine":0,' in components_annotation(floats)

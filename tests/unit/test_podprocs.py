@@ -214,7 +214,7 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     # The projected service-account volume holds the same bound token (one TokenRequest per pod).
     assert (projected / "token").read_text() == "bound-token"
     assert (projected / "namespace").read_text() == "ns" and (projected / "ca.crt").read_text() == "CA"
-    assert len(SUBSTITUTIONS) == 9
+    assert len(SUBSTITUTIONS) == 10
 
 
 def test_no_token_when_the_pod_opts_out(tmp_path: Path) -> None:
@@ -279,3 +279,38 @@ def test_an_image_of_image_bins_runs_with_its_own_bin_folder(tmp_path: Path) -> 
     with pods:
         assert pods.prepare(pod).env["PATH"].split(":")[0] == str(agent)
         assert pods.prepare(POD).env["PATH"].split(":")[0] == str(tmp_path / "venv" / "bin")
+
+
+def test_a_container_runs_on_the_runtime_release_of_its_image(tmp_path: Path) -> None:
+    """Given a function, the runtime's bin folder is the one for the container's image; an image no
+    runtime stands for is refused by name."""
+    asked: list[str] = []
+
+    def runtime_for(image: str) -> Path:
+        asked.append(image)
+        if image.endswith(":1.5.0"):
+            raise ValueError(f"image {image}: no Dynamo runtime 1.5")
+        return tmp_path / image.rsplit(":", 1)[1] / "bin"
+
+    def with_image(image: str) -> dict[str, Any]:
+        main = {**POD["spec"]["containers"][0], "image": image}
+        return {**POD, "spec": {**POD["spec"], "containers": [main]}}
+
+    pods = PodProcesses(
+        FakeKube(tmp_path),  # type: ignore[arg-type]
+        Connection(server="https://127.0.0.1:1"),
+        namespace="ns",
+        selector="x",
+        root=tmp_path / "pods",
+        runtime_bin=runtime_for,
+    )
+    with pods:
+        proc = pods.prepare(with_image("nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1"))
+        assert proc.env["PATH"].split(":")[0] == str(tmp_path / "1.6.1" / "bin") == str(proc.bin)
+        assert proc.image == "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1"
+        with pytest.raises(PodProcessError, match=r"no Dynamo runtime 1\.5"):
+            pods.prepare(with_image("nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.5.0"))
+    assert asked[-2:] == [
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1",
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.5.0",
+    ]
