@@ -28,6 +28,16 @@ from tools.localcluster import LocalCluster
 from tools.serving import HARNESS_USER_AGENT, chat, served
 
 GRAPH = REPO / "examples" / "mocker-agg.yaml"
+
+
+def graph_release() -> str:
+    """The runtime release the graph's images run on (its first image's tag)."""
+    image = next(
+        line.split("image:", 1)[1].strip() for line in GRAPH.read_text().splitlines() if "image:" in line
+    )
+    return dynamo_runtime.for_image(image).version
+
+
 NAMESPACE = "bench-serving"
 # Tokens each load request asks for.
 LOAD_MAX_TOKENS = 16
@@ -88,12 +98,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args(argv)
-    figures: dict[str, object] = {"cores": os.cpu_count(), "dynamo": dynamo_runtime.DYNAMO_VERSION}
+    release = graph_release()
+    figures: dict[str, object] = {"cores": os.cpu_count(), "dynamo": release}
 
     t0 = time.monotonic()
-    dynamo_runtime.ensure()
+    dynamo_runtime.ensure(release)
     figures["runtime_ready_s"] = round(time.monotonic() - t0, 1)
-    figures["runtime_install_s"] = dynamo_runtime.setup_seconds()
+    figures["runtime_install_s"] = dynamo_runtime.setup_seconds(release)
     toolchain.bin_dirs()
     with tempfile.TemporaryDirectory() as d:
         root = Path(d)
