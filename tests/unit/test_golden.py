@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
+from dynamo_infra.api import AnyDGD, DynamoValidationError, releases, to_hub
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
 from tests.conftest import CORPUS, load_corpus
@@ -148,3 +148,37 @@ def test_golden(path: Path, variant: str | None) -> None:
 def test_every_golden_file_has_a_case() -> None:
     expected = {golden_name(p, v) for p, v in cases()}
     assert {p.name for p in GOLDEN.glob("*.yaml")} == expected
+
+
+def _render_or_error(dgd: AnyDGD, options: ClusterOptions) -> object:
+    try:
+        return render_graph(dgd, options).all_objects()
+    except DynamoValidationError as e:
+        return str(e)
+
+
+def _gated_components(dgd: AnyDGD) -> list[str]:
+    """Components whose runtime resolves to 1.5.0 or later (where the gates change the render)."""
+    out = []
+    for c in to_hub(dgd).spec.components or []:
+        main = (c.pod_template.container("main") if c.pod_template else None) or {}
+        version = releases.resolve(str(main.get("image") or ""), c.runtime_version_override)
+        if releases.RUNTIME_VERSION_IN_WORKER_HASH.enabled(version):
+            out.append(c.name)
+    return out
+
+
+def test_goldens_hold_with_the_default_options_below_1_5() -> None:
+    """The goldens are renders without the runtime-version gates; for every corpus graph whose images are
+    below 1.5.0 the default options (gates on) render exactly the same, in every cluster variant."""
+    gated: list[str] = []
+    for path in graph_files():
+        for dgd in load_corpus(path).graphs:
+            if _gated_components(dgd):
+                gated.append(f"{path.name}:{dgd.name}")
+                continue
+            for variant in (None, *VARIANTS):
+                base = VARIANTS[variant] if variant else {}
+                on, off = ClusterOptions.parse(base), ClusterOptions.parse({**base, **PIN_OPTIONS})
+                assert _render_or_error(dgd, on) == _render_or_error(dgd, off), (path.name, variant)
+    assert gated == ["vllm__agg_gms.yaml:vllm-agg-gms"], gated
