@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from dynamo_infra.reconcile.kube import KubeClient
@@ -26,6 +27,7 @@ from dynamo_infra.render.agent import AGENT_NAME, agent_objects
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.e2e.test_serving import Serve, conn, serve, wait_until  # noqa: F401 (fixtures)
+from tools import dynamo_runtime
 from tools.localcluster import LocalCluster
 from tools.podnet import NO_PROXY
 from tools.podprocs import PodProcesses
@@ -39,6 +41,13 @@ UNAVAILABLE = "LoRA management not available"
 # Bounded waits of the test: kwok marks a new pod ready before its process listens, so the agent's
 # first call to it fails and the next comes after the agent's requeue delay (30 s, the operator's).
 AGENT_TIMEOUT_S = 75.0
+
+
+@pytest.fixture()
+def release() -> str:
+    """The runtime release the LoRA proof runs on (the `serve` fixture's images and processes): the pin's."""
+    dynamo_runtime.ensure(dynamo_runtime.DYNAMO_VERSION)
+    return dynamo_runtime.DYNAMO_VERSION
 
 
 def agent_kubeconfig(kube: KubeClient, cluster: LocalCluster, namespace: str, folder: Path) -> Path:
