@@ -7,15 +7,20 @@ from typing import NoReturn
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import (
+from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.components import (
     DynamoGraphDeployment,
     Platform,
     PlatformArgs,
     read_mpi_ssh_secret,
     read_ownership,
 )
-from components.neighbours import DGD_CRD, neighbour_problems, read_graph_records, running_worker_hashes
-from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.components.neighbours import (
+    DGD_CRD,
+    neighbour_problems,
+    read_graph_records,
+    running_worker_hashes,
+)
 from dynamo_infra.reconcile.kube import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 

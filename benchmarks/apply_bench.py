@@ -24,9 +24,9 @@ from pulumi import automation as auto
 
 from benchmarks import harness
 from benchmarks.common import Figure, figure_name, table
-from components.crd_files import crd_documents
-from components.platform_plan import DEFAULT_CRD_DIR, installable
 from dynamo_infra.cli.rendering import cluster_options, dump_yaml, render_files
+from dynamo_infra.components.crd_files import crd_documents
+from dynamo_infra.components.platform_plan import DEFAULT_CRD_DIR, installable
 from tools.localcluster import LocalCluster
 
 # A 3-component disaggregated mocker graph (frontend, prefill and decode workers; no claims).

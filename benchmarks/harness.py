@@ -25,7 +25,7 @@ PASSPHRASE = "dynamo-infra-bench"
 # Quiet automation-API output.
 QUIET: dict[str, Any] = {"on_output": lambda _: None}
 # The packages the program and its providers import.
-BYTE_COMPILED = ("dynamo_infra", "components")
+BYTE_COMPILED = ("dynamo_infra",)
 # Timed repeats of each measurement (the median is reported).
 REPEATS = 3
 

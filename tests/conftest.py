@@ -4,7 +4,10 @@ and end-to-end suites, the offline toolchain and one local control plane per tes
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 DATA = REPO / "tests" / "data"
 # Upstream graphs, CRDs and operator expectations, byte for byte (tests/data/SOURCES).
 CORPUS = DATA / "corpus"
+# What a wheel is built from (pyproject's packages and package data), as the agent's Dockerfile copies it.
+WHEEL_SOURCES = ("pyproject.toml", "dynamo_infra")
 # Where the run keeps the marker of the processes it starts.
 RUN_MARKER = pytest.StashKey[str]()
 
@@ -29,6 +34,36 @@ def load_corpus(source: Path | str) -> Loaded:
     graphs, ...), so admission is off here on purpose (`tests/unit/test_admission_corpus.py` checks
     the webhook's verdict on each)."""
     return load_yaml(source, admission=False)
+
+
+def build_wheel(out: Path) -> Path:
+    """This checkout's wheel, built in `out` from a clean copy of its sources: setuptools packs whatever
+    an earlier build left in `build/lib` (a package since moved or removed, too)."""
+    src = out / "src"
+    src.mkdir(parents=True)
+    for name in WHEEL_SOURCES:
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(REPO / name, src / name)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(src),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = out.glob("dynamo_infra-*.whl")
+    return wheel
 
 
 def _interrupted(signum: int, frame: object) -> None:

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import yaml
 
-from components import Ownership, PlatformArgs, plan_platform
-from components.platform_plan import OWNER_ANNOTATION
 from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components import Ownership, PlatformArgs, plan_platform
+from dynamo_infra.components.platform_plan import OWNER_ANNOTATION
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import has_epp

@@ -477,8 +477,8 @@ class LocalCluster:
     def _start_lws(self, binary: Path) -> None:
         """The CRD, serving certificate and webhook registrations, then the controller; ready once a
         dry-run LeaderWorkerSet passes its webhooks."""
-        from components.crd_files import crd_documents
-        from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
+        from dynamo_infra.components.crd_files import crd_documents
+        from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
 
         for crd in crd_documents(REPO / DEFAULT_CRD_DIR, LWS_CRD_SET):
             self.apply(installable(crd), field_manager=CLUSTER_FIELD_MANAGER)

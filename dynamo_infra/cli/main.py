@@ -2,7 +2,7 @@
 
 Each subcommand is a module with `NAME`, `HELP`, `DESCRIPTION`, `configure(parser)` and
 `run(args) -> int`. Modules import only the standard library and light parts of the package at
-import time (the agent's image has no Pulumi and no `components`); what a command needs to run is
+import time (the agent's image has no Pulumi, so nothing may import `dynamo_infra.components`); what a command needs to run is
 imported inside its `run`.
 """
 

@@ -1,7 +1,7 @@
 """What a stack (or a set of graph files) applies, as files of manifests: from the pure plans.
 
-The graph's objects come from `components.graph_plan.plan_graph`, the cluster layer's from
-`components.platform_plan.plan_platform`, each stamped as its provider stamps it (inventory label,
+The graph's objects come from `dynamo_infra.components.graph_plan.plan_graph`, the cluster layer's from
+`dynamo_infra.components.platform_plan.plan_platform`, each stamped as its provider stamps it (inventory label,
 owner annotation). What a plan leaves to the cluster is decided as on an empty cluster: the stack owns
 the namespace, its service accounts and every CRD it installs; no image pull secrets are discovered;
 no MPI SSH key secret is copied (its source is read from the cluster) and no checkpoint capture Job
@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.graph_plan import GraphPlan, plan_graph
-from components.platform_plan import (
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.graph_plan import GraphPlan, plan_graph
+from dynamo_infra.components.platform_plan import (
     CRD_API_VERSION,
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
@@ -25,8 +26,7 @@ from components.platform_plan import (
     PlatformPlan,
     plan_platform,
 )
-from components.records import records_props
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.records import records_props
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.reconcile.kube import object_key

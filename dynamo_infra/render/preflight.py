@@ -1,6 +1,6 @@
 """What a graph's components need at run time that the Dynamo operator served (a stack serves it only
 with the dynamo-infra agent), as problems at the component the user wrote. Pure and separate from
-rendering: such graphs render as the operator would; `components.DynamoGraphDeployment` warns
+rendering: such graphs render as the operator would; `dynamo_infra.components.DynamoGraphDeployment` warns
 about them when the stack runs no agent."""
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.crd_files import crd_documents
-from components.platform_plan import CLUSTER_FIELD_MANAGER, installable
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.crd_files import crd_documents
+from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, installable
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_objects

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from components import load_graph
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components import load_graph
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
 from dynamo_infra.render import RenderedGraph, render_graph

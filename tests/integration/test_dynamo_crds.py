@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import make_stack, unique

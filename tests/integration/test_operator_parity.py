@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from components.crd_files import crd_documents
-from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.crd_files import crd_documents
+from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import KubeClient, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from components.platform_plan import crd_stub
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.platform_plan import crd_stub
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import TAIL, graphs_kubeconfig, kube_client, unique

@@ -66,7 +66,7 @@ def test_noop_up_writes_nothing(rig: GraphStack) -> None:
     # rbac.authorization.k8s.io/v1, the namespace, the planner and EPP service accounts, the MPI SSH
     # key secret, the metadata of the four Dynamo CRDs (DGD, DGDSA, DWM, DynamoModel) and of the
     # planner and EPP ClusterRoles (each used as it is when another tool made it): 13; and the list of
-    # the namespace's DGDs (`components.neighbours`): 14.
+    # the namespace's DGDs (`dynamo_infra.components.neighbours`): 14.
     reads = sorted({e["requestURI"] for e in program})
     assert {e["verb"] for e in program} == {"get", "list"} and len(program) <= 28, (len(program), reads)
 

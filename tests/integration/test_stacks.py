@@ -30,10 +30,10 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from components import load_graph
-from components.crd_files import crd_documents
-from components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components import load_graph
+from dynamo_infra.components.crd_files import crd_documents
+from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.reconcile.kube import KubeClient, object_key

@@ -11,9 +11,9 @@ import pulumi
 import pytest
 import yaml
 
-from components import plan_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.api.admission import AdmissionDenied, OperatorFeatures
+from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render.admission import review_graph
 from dynamo_infra.stack_config import StackConfig, StackConfigError
@@ -162,7 +162,7 @@ def test_a_cluster_without_the_webhook(tmp_path: Path) -> None:
 
 @pulumi.runtime.test
 def test_the_component_keeps_its_graph_for_the_next_update_check(mocks: Mocks, repo: Path) -> None:
-    from components import DynamoGraphDeployment
+    from dynamo_infra.components import DynamoGraphDeployment
 
     on = DynamoGraphDeployment("on", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
     off_options = ClusterOptions.parse({"admission": {"enabled": False}})
@@ -210,7 +210,7 @@ def test_plan_warnings_name_the_namespace_the_graph_goes_to(tmp_path: Path) -> N
 def test_the_component_logs_the_warnings(
     mocks: Mocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components import DynamoGraphDeployment
+    from dynamo_infra.components import DynamoGraphDeployment
 
     logged: list[str] = []
     monkeypatch.setattr(pulumi.log, "warn", lambda message, resource=None, **_: logged.append(message))

@@ -11,11 +11,11 @@ from typing import Any, cast
 import pulumi
 import pytest
 
-from components import Ownership, PlatformArgs, plan_graph, plan_platform
-from components.records import records_props
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components import Ownership, PlatformArgs, plan_graph, plan_platform
+from dynamo_infra.components.records import records_props
 from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
@@ -149,7 +149,7 @@ def test_the_platform_plans_the_agent_as_the_stacks_own() -> None:
 def test_the_platform_creates_the_agent_objects(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Platform
+    from dynamo_infra.components import Platform
 
     provider = k8s.Provider("p", kubeconfig="kc")
     platform = Platform(
@@ -209,7 +209,7 @@ def test_an_adapter_hands_its_replicas_to_the_agent_unless_an_autoscaler_owns_th
 
 @pulumi.runtime.test
 def test_agent_owned_workloads_take_their_replicas_at_creation_only(mocks: Mocks) -> Any:
-    from components import DynamoGraphDeployment
+    from dynamo_infra.components import DynamoGraphDeployment
 
     g = DynamoGraphDeployment("g", planner_graph(), kubeconfig="kc", namespace="ns", agent=True)
 

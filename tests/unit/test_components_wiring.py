@@ -13,7 +13,7 @@ from tests.unit.conftest import Mocks
 
 @pulumi.runtime.test
 def test_graph_creates_one_workload_per_component_and_shared_objects(mocks: Mocks, repo: Path) -> Any:
-    from components import DynamoGraphDeployment
+    from dynamo_infra.components import DynamoGraphDeployment
 
     graph = DynamoGraphDeployment("g", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
 
@@ -34,7 +34,7 @@ def test_graph_creates_one_workload_per_component_and_shared_objects(mocks: Mock
 
 @pulumi.runtime.test
 def test_graph_inputs_as_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> Any:
-    from components import DynamoGraphDeployment, DynamoGraphDeploymentArgs
+    from dynamo_infra.components import DynamoGraphDeployment, DynamoGraphDeploymentArgs
 
     args = DynamoGraphDeploymentArgs(repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
     graph = DynamoGraphDeployment("g", args)
@@ -52,7 +52,9 @@ def test_graph_inputs_as_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> 
 
 @pulumi.runtime.test
 def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: Path) -> Any:
-    from components import (
+    from dynamo_infra.api import load_yaml
+    from dynamo_infra.api.autoscaling import Autoscaler
+    from dynamo_infra.components import (
         Checkpoint,
         CheckpointArgs,
         DynamoComponentDeployment,
@@ -62,8 +64,6 @@ def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: 
         ScalingAdapter,
         ScalingAdapterArgs,
     )
-    from dynamo_infra.api import load_yaml
-    from dynamo_infra.api.autoscaling import Autoscaler
     from dynamo_infra.config import ClusterOptions
     from dynamo_infra.render import render_graph
     from tests.unit.test_checkpoint import rendered_checkpoint
@@ -120,7 +120,7 @@ def test_every_resource_takes_its_args_or_keywords_not_both(mocks: Mocks, repo: 
 
 
 def test_a_graphs_depends_on_goes_to_its_writing_children(mocks: Mocks) -> None:
-    from components.graph import split_depends_on
+    from dynamo_infra.components.graph import split_depends_on
 
     first, second = pulumi.CustomResource("t:i:R", "a"), pulumi.CustomResource("t:i:R", "b")
     own, required = split_depends_on(pulumi.ResourceOptions(depends_on=[first, second], protect=True))

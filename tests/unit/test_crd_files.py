@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.crd_files import crd_document, crd_documents, crd_names, crd_sources, scanned_name
+from dynamo_infra.components.crd_files import (
+    crd_document,
+    crd_documents,
+    crd_names,
+    crd_sources,
+    scanned_name,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CRD_DIR = REPO / "stacks" / "crds"

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from components import plan_graph
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
 from tests.unit.test_render_multinode import GROVE, graph, worker
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components import plan_graph
 from dynamo_infra.api import DynamoValidationError, Problem, load_yaml, v1beta1
 from dynamo_infra.api.kubenames import DNS1035_LABEL, DNS1123_SUBDOMAIN, LABEL_VALUE, key_broken, name_rule
+from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.name_check import DerivedNameError

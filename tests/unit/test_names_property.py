@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import plan_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
+from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
 from tests.conftest import CORPUS
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.neighbours import neighbour_problems, read_versions
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.neighbours import neighbour_problems, read_versions
 from dynamo_infra.reconcile.drift import NO_MANAGER, changed_paths, drift_lines, drifted
 from dynamo_infra.reconcile.ownership import (
     INVENTORY_ANNOTATION,

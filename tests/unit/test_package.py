@@ -1,5 +1,6 @@
 """The library as users `pip install` it: a wheel built from the repository, installed on its own
-and used from outside the work tree (package data included: the CRD schemas the API validates with)."""
+and used from outside the work tree (package data included: the CRD schemas the API validates with),
+claiming no top-level name but `dynamo_infra`."""
 
 from __future__ import annotations
 
@@ -10,13 +11,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import build_wheel
+
 # What a platform repo does with the installed library.
 USER_SCRIPT = """
 import sys
 from pathlib import Path
 import yaml
-import components, dynamo_infra
-from components import DynamoGraphDeployment, load_graph
+import dynamo_infra
+import dynamo_infra.components as components
+from dynamo_infra.components import DynamoGraphDeployment, load_graph
 from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
@@ -42,36 +46,26 @@ else:
 
 
 @pytest.fixture(scope="module")
-def wheel(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            str(repo),
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    (built,) = out.glob("dynamo_infra-*.whl")
-    return built
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_wheel(tmp_path_factory.mktemp("wheel"))
 
 
-def test_wheel_holds_both_packages_and_their_data(wheel: Path, repo: Path) -> None:
+def test_wheel_holds_one_package_and_its_data(wheel: Path, repo: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     schemas = {
         f"dynamo_infra/api/schemas/{p.name}" for p in (repo / "dynamo_infra/api/schemas").glob("*.json")
     }
     assert schemas and schemas <= names
-    assert {"dynamo_infra/py.typed", "components/py.typed", "components/graph.py"} <= names
-    assert not [n for n in names if n.startswith(("tests/", "tools/"))]
+    assert {
+        "dynamo_infra/py.typed",
+        "dynamo_infra/components/py.typed",
+        "dynamo_infra/components/graph.py",
+    } <= names
+    # One top-level name: a platform repository's own `components`, `tests` or `tools` stay its own.
+    dist_info = wheel.name.split("-py")[0] + ".dist-info"
+    assert {n.split("/")[0] for n in names} == {"dynamo_infra", dist_info}
+    if f"{dist_info}/top_level.txt" in names:
+        assert zipfile.ZipFile(wheel).read(f"{dist_info}/top_level.txt").decode().split() == ["dynamo_infra"]
 
 
 def test_installed_wheel_works_outside_the_work_tree(wheel: Path, repo: Path, tmp_path: Path) -> None:

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 import yaml
 
-from components.records import records_props
 from dynamo_infra.agent.status import components_of
 from dynamo_infra.api import v1alpha1, v1beta1
 from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.records import records_props
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.observe import record_status

@@ -7,9 +7,9 @@ from typing import Any
 
 import pulumi
 
-from components import Ownership, PlatformArgs, plan_platform
-from components.namespace_objects import PLATFORM_ROLES
-from components.platform_plan import Alias
+from dynamo_infra.components import Ownership, PlatformArgs, plan_platform
+from dynamo_infra.components.namespace_objects import PLATFORM_ROLES
+from dynamo_infra.components.platform_plan import Alias
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import REPO
@@ -80,7 +80,7 @@ def test_what_the_stack_does_not_own_is_not_planned() -> None:
 def test_two_platforms_coexist_in_one_program(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Platform
+    from dynamo_infra.components import Platform
 
     provider = k8s.Provider("p", kubeconfig="kc")
     a = Platform("platform", args(), provider=provider)

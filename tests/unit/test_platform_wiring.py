@@ -29,7 +29,7 @@ HELM_CRDS = {name: "managed by Helm" for name in DYNAMO_CRDS}
 def test_platform_installs_crd_sets_and_device_class(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Ownership, Platform
+    from dynamo_infra.components import Ownership, Platform
 
     provider = k8s.Provider("p", kubeconfig="kc")
     platform = Platform(
@@ -72,7 +72,7 @@ def test_missing_objects_make_a_component_not_ready() -> None:
 def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Ownership, Platform
+    from dynamo_infra.components import Ownership, Platform
     from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 
     theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}))
@@ -100,7 +100,7 @@ def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
 
 
 def test_ownership_of_existing_objects() -> None:
-    from components.platform_plan import owned_by
+    from dynamo_infra.components.platform_plan import owned_by
 
     def obj(
         labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None
@@ -121,7 +121,7 @@ def test_ownership_of_existing_objects() -> None:
 def test_the_dynamo_crd_set_is_always_installed_once(mocks: Mocks, crds: tuple[str, ...]) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Ownership, Platform
+    from dynamo_infra.components import Ownership, Platform
 
     platform = Platform(
         "platform",
@@ -146,7 +146,7 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
 ) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Ownership, Platform
+    from dynamo_infra.components import Ownership, Platform
 
     said: list[str] = []
     monkeypatch.setattr(pulumi.log, "info", lambda message, *a, **kw: said.append(message))
@@ -171,7 +171,7 @@ def test_a_dynamo_crd_another_tool_installed_is_used_as_it_is(
 
 
 def test_ownership_of_existing_dynamo_crds() -> None:
-    from components.platform_plan import crd_owner
+    from dynamo_infra.components.platform_plan import crd_owner
 
     def crd(labels: dict[str, str] | None = None, *managers: str) -> dict[str, Any]:
         fields = [{"manager": m, "operation": "Apply"} for m in managers]
@@ -190,7 +190,7 @@ def test_ownership_of_existing_dynamo_crds() -> None:
 
 
 def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> None:
-    from components.platform_plan import installable
+    from dynamo_infra.components.platform_plan import installable
 
     text = (corpus / "crds" / "dynamo" / "nvidia.com_dynamographdeployments.yaml").read_text()
     (dgd,) = [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
@@ -211,7 +211,7 @@ def test_installable_strips_the_operators_conversion_webhook(corpus: Path) -> No
 def test_platform_binds_accounts_to_cluster_roles_and_copies_the_mpi_key(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
-    from components import Ownership, Platform
+    from dynamo_infra.components import Ownership, Platform
 
     source = {"type": "Opaque", "data": {"private.key": "cHJpdg==", "private.key.pub": "cHVi"}}
     platform = Platform(

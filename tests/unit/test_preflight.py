@@ -123,7 +123,7 @@ def test_planner_graphs_render(corpus: Path) -> None:
 def test_the_component_warns_about_a_kubernetes_planner_without_the_agent(
     mocks: Mocks, corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Any:
-    from components import DynamoGraphDeployment
+    from dynamo_infra.components import DynamoGraphDeployment
 
     # The corpus graph with its image version filled in, as a user deploys it (admission needs one).
     graph = tmp_path / "vllm__disagg_planner.yaml"

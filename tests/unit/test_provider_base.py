@@ -153,3 +153,25 @@ def test_every_package_exception_has_one_root() -> None:
                 found.append(cls)
     assert len(found) >= 7
     assert [c.__qualname__ for c in found if not issubclass(c, DynamoInfraError)] == []
+
+
+@pytest.mark.parametrize("module", PROVIDER_MODULES)
+def test_stored_providers_name_their_reconcile_module_only(module: str) -> None:
+    """Stacks hold each provider pickled by reference to its class: the state names the provider's
+    `dynamo_infra.reconcile` module, nothing of the Pulumi surface (`dynamo_infra.components`)."""
+    import pulumi.dynamic
+
+    importlib.import_module("dynamo_infra.components")
+    m = importlib.import_module(f"dynamo_infra.reconcile.{module}")
+    providers = [
+        v
+        for v in vars(m).values()
+        if isinstance(v, type)
+        and v.__module__ == m.__name__
+        and issubclass(v, pulumi.dynamic.ResourceProvider)
+    ]
+    assert providers
+    for cls in providers:
+        raw = base64.b64decode(serialize_provider(cls()))
+        assert raw.count(b"dynamo_infra.") == 1 and m.__name__.encode() in raw, raw
+        assert b"components" not in raw, raw

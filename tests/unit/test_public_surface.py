@@ -16,7 +16,7 @@ from tests.unit.conftest import Mocks
 
 # The README section that shows a program of one's own.
 SECTION = "## Use it from your own Pulumi program"
-# What `components` exports besides the program's plumbing: the ComponentResources and their Args.
+# What `dynamo_infra.components` exports besides the program's plumbing: the ComponentResources and their Args.
 COMPONENTS = {
     "DynamoGraphDeployment",
     "DynamoGraphDeploymentArgs",
@@ -52,8 +52,8 @@ def readme_program() -> str:
 
 
 def test_components_and_dynamo_infra_export_what_the_readme_names() -> None:
-    import components
     import dynamo_infra
+    from dynamo_infra import components
 
     assert set(components.__all__) >= COMPONENTS
     assert set(dynamo_infra.__all__) >= DYNAMO_INFRA

@@ -127,7 +127,7 @@ def test_graph_record_status_reports_state_conditions_and_replicas() -> None:
 
 
 def test_records_props_watch_each_components_workload() -> None:
-    from components.records import records_props
+    from dynamo_infra.components.records import records_props
 
     dgd = v1alpha1.DynamoGraphDeployment.parse(GRAPH)
     rendered = render_graph(dgd, ClusterOptions(), "ns")

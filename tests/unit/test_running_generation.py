@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import plan_graph
-from components.neighbours import running_worker_hashes
 from dynamo_infra.api import load_yaml
+from dynamo_infra.components import plan_graph
+from dynamo_infra.components.neighbours import running_worker_hashes
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, STACK_ANNOTATION
 from dynamo_infra.render import render_graph

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from components import load_graph
-from components.crd_files import crd_documents
-from components.platform_plan import installable, without_descriptions
 from dynamo_infra.api import DynamoValidationError
+from dynamo_infra.components import load_graph
+from dynamo_infra.components.crd_files import crd_documents
+from dynamo_infra.components.platform_plan import installable, without_descriptions
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.platform_options import CRD_SETS, DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.render import render_graph

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.args import args_of
-from components.workload import ComponentWorkload
 from dynamo_infra.api.autoscaling import Autoscaler
+from dynamo_infra.components.args import args_of
+from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH

@@ -6,9 +6,9 @@ from typing import Any, cast
 
 import pulumi
 
-from components.args import stack_id
-from components.takeover import TakingOverResource
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.args import stack_id
+from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 

@@ -10,9 +10,14 @@ from pathlib import Path
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.kubernetes_object import KubernetesObject
-from components.namespace_objects import PLATFORM_ACCOUNTS, PLATFORM_CLUSTER_ROLES, RBAC_API_GROUP
-from components.platform_plan import (
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.kubernetes_object import KubernetesObject
+from dynamo_infra.components.namespace_objects import (
+    PLATFORM_ACCOUNTS,
+    PLATFORM_CLUSTER_ROLES,
+    RBAC_API_GROUP,
+)
+from dynamo_infra.components.platform_plan import (
     CRD_API_VERSION,
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
@@ -27,7 +32,6 @@ from components.platform_plan import (
     owned_by,
     plan_platform,
 )
-from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient

@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from components.agent_plan import AgentObjectPlan, plan_agent
-from components.crd_files import crd_document, crd_names, crd_sources
-from components.namespace_objects import (
+from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.agent_plan import AgentObjectPlan, plan_agent
+from dynamo_infra.components.crd_files import crd_document, crd_names, crd_sources
+from dynamo_infra.components.namespace_objects import (
     PLATFORM_ACCOUNTS,
     PLATFORM_ROLES,
     RBAC_API_GROUP,
@@ -37,7 +38,6 @@ from components.namespace_objects import (
     mpi_secret_labels,
     operator_rbac_labels,
 )
-from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT

@@ -9,8 +9,8 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
-from components.args import args_of
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.args import args_of
 from dynamo_infra.reconcile.checkpoint_provider import SNAPSHOT_KINDS, CheckpointProvider
 from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
 

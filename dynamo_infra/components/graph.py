@@ -10,16 +10,16 @@ from typing import Any
 
 import pulumi
 
-from components.admission import GraphAdmission
-from components.args import args_of
-from components.checkpoint import Checkpoint
-from components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
-from components.pvc import PersistentVolumeClaim
-from components.records import GraphRecords
-from components.scaling import ScalingAdapter
-from components.workload import ComponentWorkload
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.admission import GraphAdmission
+from dynamo_infra.components.args import args_of
+from dynamo_infra.components.checkpoint import Checkpoint
+from dynamo_infra.components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
+from dynamo_infra.components.pvc import PersistentVolumeClaim
+from dynamo_infra.components.records import GraphRecords
+from dynamo_infra.components.scaling import ScalingAdapter
+from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
 from dynamo_infra.reconcile.kube import object_key, stub

@@ -7,9 +7,9 @@ from typing import Any
 
 import pulumi
 
-from components.args import args_of
-from components.takeover import TakingOverResource
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.args import args_of
+from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 
 

@@ -8,11 +8,11 @@ from typing import Any
 
 import pulumi
 
-from components.args import stack_id
-from components.takeover import TakingOverResource
 from dynamo_infra.api import AnyDGD
 from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.args import stack_id
+from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.reconcile.kube import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 from dynamo_infra.render import RenderedComponent, RenderedGraph
