@@ -263,6 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         for version in graph_releases(kube, args.namespace, args.graph):
             dynamo_runtime.ensure(version)
             runtimes.append((version, dynamo_runtime.root(version), dynamo_runtime.setup_seconds(version)))
+    print()
     for line in harness_lines(runtimes):
         print(line)
     with (
