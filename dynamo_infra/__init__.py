@@ -3,12 +3,14 @@
 The user-facing API, importable from here: graphs loaded and validated (`load_graph`, `load_yaml`,
 `DynamoValidationError`, `AdmissionDenied`), cluster and platform options, `render_graph`, and the
 stack configuration `__main__.py` reads (`StackConfig`). Each is imported on first use, so importing a submodule (as
-the dynamic providers do) stays cheap.
+the dynamic providers do) stays cheap. `__version__` is the installed distribution's version (its metadata).
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from dynamo_infra.platform_options import PlatformOptions
     from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
     from dynamo_infra.stack_config import StackConfig, StackConfigError
+
+    __version__: str
 
 # Each public name, by the module that defines it.
 _EXPORTS = {
@@ -42,6 +46,11 @@ _EXPORTS = {
     "StackConfigError": "dynamo_infra.stack_config",
 }
 
+# The distribution pyproject.toml declares; its metadata holds the package's version.
+DISTRIBUTION = "dynamo-infra"
+# The version of a source tree that is imported without being installed (PEP 440's local label).
+UNINSTALLED_VERSION = "0+unknown"
+
 __all__ = [
     "AdmissionDenied",
     "AnyDGD",
@@ -56,6 +65,7 @@ __all__ = [
     "RenderedGraph",
     "StackConfig",
     "StackConfigError",
+    "__version__",
     "load_graph",
     "load_yaml",
     "render_graph",
@@ -63,7 +73,18 @@ __all__ = [
 ]
 
 
+@cache
+def version() -> str:
+    """The installed distribution's version, or UNINSTALLED_VERSION when its metadata is absent."""
+    try:
+        return importlib.metadata.version(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return UNINSTALLED_VERSION
+
+
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return version()
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'dynamo_infra' has no attribute {name!r}")

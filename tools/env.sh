@@ -1,7 +1,7 @@
 # Source me: prepares the virtualenv and the pinned toolchain, and exports what Pulumi needs offline.
 #   . tools/env.sh
-# Environment: DYNAMO_INFRA_TOOLCHAIN_DIR moves the toolchain cache; PULUMI_CONFIG_PASSPHRASE
-# overrides the local stack's passphrase.
+# Environment: DYNAMO_INFRA_TOOLCHAIN_DIR moves the toolchain cache; PULUMI_BACKEND_URL another backend
+# than .local/state; PULUMI_CONFIG_PASSPHRASE(_FILE) the passphrase (set only for .local/state by default).
 DYNAMO_INFRA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export DYNAMO_INFRA_ROOT
 
@@ -30,8 +30,14 @@ _dynamo_infra_env() {
   export PULUMI_SKIP_UPDATE_CHECK=true
   export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
   export PULUMI_HOME="${PULUMI_HOME:-$DYNAMO_INFRA_ROOT/.local/pulumi-home}"
-  export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-file://$DYNAMO_INFRA_ROOT/.local/state}"
-  export PULUMI_CONFIG_PASSPHRASE="${PULUMI_CONFIG_PASSPHRASE-dynamo-infra-local}"
+  local local_backend="file://$DYNAMO_INFRA_ROOT/.local/state"
+  export PULUMI_BACKEND_URL="${PULUMI_BACKEND_URL:-$local_backend}"
+  # The well-known passphrase is for the local backend's throwaway stacks only: any other backend's
+  # stacks use the team's own PULUMI_CONFIG_PASSPHRASE(_FILE) or a secrets provider such as awskms.
+  if [ "$PULUMI_BACKEND_URL" = "$local_backend" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE+set}" ] \
+    && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE:-}" ]; then
+    export PULUMI_CONFIG_PASSPHRASE=dynamo-infra-local
+  fi
   # Our Python language host runs on the project's virtualenv (it needs pulumi and grpcio).
   export PULUMI_LANGUAGE_HOST_PYTHON="$VIRTUAL_ENV/bin/python"
   mkdir -p "$PULUMI_HOME" "$DYNAMO_INFRA_ROOT/.local/state"

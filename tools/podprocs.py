@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import Connection
@@ -34,36 +35,74 @@ from tools.podnet import NO_PROXY, PodNetwork
 
 # The container the harness runs (the operator names the Dynamo container `main`).
 MAIN_CONTAINER = "main"
+
+
+class Substitution(NamedTuple):
+    """One difference between a harness process and its container: a short name, and what it is."""
+
+    name: str
+    detail: str
+
+
 # Every difference between a harness process and the container it stands for.
 SUBSTITUTIONS = (
-    "image: the virtualenv of the Dynamo runtime release of the image tag's major.minor (1.4 or 1.6; an "
-    "untagged image the pin's 1.4.0) (tools/dynamo_runtime.py), its bin first on PATH, so the command's "
-    "`python3` is the runtime's; an image given in `image_bins` runs with that folder first instead (the agent's image: "
-    "this repository's virtualenv, whose `dynamo-infra` is the image's); only the container's env "
-    "reaches the process, plus PATH and HOME; its securityContext (user, read-only root) is not played",
-    "env valueFrom.fieldRef: the live pod's field (POD_NAME, POD_NAMESPACE, POD_UID, ...), as a kubelet "
-    "resolves it (tools/kubelet.py; also configMap/secret refs and envFrom)",
-    "credential: a token of the pod's service account bound to the pod (TokenRequest), in a kubeconfig "
-    "to the local API server (KUBECONFIG); the only credential the process has",
-    "DYN_TCP_RPC_HOST=127.0.0.1: workers publish a loopback request-plane address (kwok's pod IPs are "
-    "not on this machine)",
-    "ports: each container port becomes a free loopback port below 32768 (the runtime reads "
-    "DYN_SYSTEM_PORT into an i16); env values naming a container port take the new number",
-    "filesystem: workingDir and HOME are a folder per pod; paths under a volume's mountPath in command, "
-    "args and env name the host folder behind the volume (claim: its bound hostPath volume; emptyDir: "
-    "a folder per pod; configMap, secret, projected service-account volume: their files written out)",
-    "HF_HUB_OFFLINE=1: nothing is downloaded from a model hub",
-    "pod network: HTTP_PROXY/http_proxy name the harness's proxy (tools/podnet.py), which forwards "
-    "`<podIP>:<containerPort>` of a running pod process to its loopback port; NO_PROXY/no_proxy keep "
-    "loopback (the API server) direct",
-    "/var/run: a process whose container mounts volumes under /var/run runs in a mount namespace of its "
-    "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
-    "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
-    "fixed path client libraries read (the planner its namespace)",
-    "aisimulate_core (runtime 1.6): NVIDIA's AISimulate core, which the 1.6 planner imports at load but "
-    "only uses for its AISimulate performance model, cannot be installed (NVIDIA's own index): an import "
-    "stand-in (tools/runtime_standins/) whose every use raises (StandInCalled, logged as "
-    "'aisimulate_core stand-in called'); the planner modes the harness runs never call it",
+    Substitution(
+        "image -> runtime virtualenv",
+        "the virtualenv of the Dynamo runtime release of the image tag's major.minor (1.4 or 1.6; an "
+        "untagged image the pin's 1.4.0) (tools/dynamo_runtime.py), its bin first on PATH, so the command's "
+        "`python3` is the runtime's; an image given in `image_bins` runs with that folder first instead (the "
+        "agent's image: this repository's virtualenv, whose `dynamo-infra` is the image's); only the "
+        "container's env reaches the process, plus PATH and HOME; its securityContext (user, read-only "
+        "root) is not played",
+    ),
+    Substitution(
+        "fieldRef env",
+        "env valueFrom.fieldRef: the live pod's field (POD_NAME, POD_NAMESPACE, POD_UID, ...), as a kubelet "
+        "resolves it (tools/kubelet.py; also configMap/secret refs and envFrom)",
+    ),
+    Substitution(
+        "bound service-account token",
+        "credential: a token of the pod's service account bound to the pod (TokenRequest), in a kubeconfig "
+        "to the local API server (KUBECONFIG); the only credential the process has",
+    ),
+    Substitution(
+        "loopback request plane",
+        "DYN_TCP_RPC_HOST=127.0.0.1: workers publish a loopback request-plane address (kwok's pod IPs are "
+        "not on this machine)",
+    ),
+    Substitution(
+        "loopback ports",
+        "ports: each container port becomes a free loopback port below 32768 (the runtime reads "
+        "DYN_SYSTEM_PORT into an i16); env values naming a container port take the new number",
+    ),
+    Substitution(
+        "volumes -> host folders",
+        "filesystem: workingDir and HOME are a folder per pod; paths under a volume's mountPath in command, "
+        "args and env name the host folder behind the volume (claim: its bound hostPath volume; emptyDir: "
+        "a folder per pod; configMap, secret, projected service-account volume: their files written out)",
+    ),
+    Substitution("HF_HUB_OFFLINE=1", "nothing is downloaded from a model hub"),
+    Substitution(
+        "pod network proxy",
+        "HTTP_PROXY/http_proxy name the harness's proxy (tools/podnet.py), which forwards "
+        "`<podIP>:<containerPort>` of a running pod process to its loopback port; NO_PROXY/no_proxy keep "
+        "loopback (the API server) direct",
+    ),
+    Substitution(
+        "own /var/run",
+        "a process whose container mounts volumes under /var/run runs in a mount namespace of its "
+        "own (unshare) with an empty /var/run holding those volumes' host folders at their mount paths, "
+        "read-only: the service-account volume at /var/run/secrets/kubernetes.io/serviceaccount, whose "
+        "fixed path client libraries read (the planner its namespace); the wrapper is in the process's "
+        "log and command.json, not in its `command`",
+    ),
+    Substitution(
+        "aisimulate_core stand-in",
+        "(runtime 1.6) NVIDIA's AISimulate core, which the 1.6 planner imports at load but only uses for "
+        "its AISimulate performance model, cannot be installed (NVIDIA's own index): an import stand-in "
+        "(tools/runtime_standins/) whose every use raises (StandInCalled, logged as 'aisimulate_core "
+        "stand-in called'); the planner modes the harness runs never call it",
+    ),
 )
 # Mount paths under this folder are bind-mounted in the process's own mount namespace (SUBSTITUTIONS).
 VAR_RUN = "/var/run"
@@ -94,6 +133,7 @@ class PodProcess:
     uid: str
     component: str
     folder: Path
+    # What the harness runs: the container's command with the substitutions (a wrapper, if any, first).
     argv: list[str]
     env: dict[str, str]
     # Container port name (or number as text) -> the loopback port standing in for it.
@@ -104,6 +144,8 @@ class PodProcess:
     # The container's image and the bin folder its process runs with (first on PATH).
     image: str = ""
     bin: Path | None = None
+    # The container's own command and args, as the pod holds them (what to show of the process).
+    command: list[str] = field(default_factory=list)
     popen: subprocess.Popen[bytes] | None = None
 
     @property
@@ -117,6 +159,8 @@ class PodProcess:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "command.json").write_text(json.dumps({"argv": self.argv, "env": self.env}, indent=2))
         with self.log.open("ab") as out:
+            out.write(f"[harness] exec {json.dumps(self.argv)}\n".encode())
+            out.flush()
             self.popen = subprocess.Popen(
                 self.argv,
                 env=self.env,
@@ -383,6 +427,7 @@ class PodProcesses:
             container_ports=container_ports,
             image=image,
             bin=image_bin,
+            command=[str(a) for a in [*container.get("command", []), *container.get("args", [])]],
         )
 
 

@@ -15,17 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from dynamo_infra import __version__
 from dynamo_infra.reconcile import connection
 from dynamo_infra.reconcile.kube import KubeClient
 from tools import dynamo_runtime
@@ -40,10 +42,12 @@ FRONTEND = "Frontend"
 TINY_MODEL_SCRIPT = Path(__file__).with_name("tinymodel.py")
 # How long a graph may take to list its model after its processes start.
 SERVE_TIMEOUT_S = 120.0
+# Width the block of the harness's substitutions wraps at.
+LINE_WIDTH = 110
 # Requests' timeout (a mocker answers in well under a second).
 REQUEST_TIMEOUT_S = 30.0
 # User agent of the harness's own (admin) requests, told apart from the runtime's in the audit log.
-HARNESS_USER_AGENT = "dynamo-infra-podprocs/0.1.0"
+HARNESS_USER_AGENT = f"dynamo-infra-podprocs/{__version__}"
 
 
 def write_tiny_model(folder: Path, release: str = dynamo_runtime.DYNAMO_VERSION) -> Path:
@@ -210,6 +214,31 @@ def release_of(proc: PodProcess) -> str:
     ).stdout.strip()  # fmt: skip
 
 
+def harness_lines(runtimes: Sequence[tuple[str, Path, float | None]]) -> list[str]:
+    """The releases the pods run on (version, virtualenv, install seconds) and the harness's
+    substitutions, as one short block."""
+    # Wrapped between the names, never inside one.
+    names: list[str] = []
+    for s in SUBSTITUTIONS:
+        if names and len(names[-1]) + len(s.name) + 2 <= LINE_WIDTH:
+            names[-1] += f", {s.name}"
+        else:
+            names.append(f"  {s.name}")
+    return [
+        *(f"Dynamo runtime {v} (installed in {secs}s): {root}" for v, root, secs in runtimes),
+        "pods run as processes of their image's runtime, differing only by (tools/podprocs.py SUBSTITUTIONS):",
+        *names,
+    ]
+
+
+def pod_lines(procs: Sequence[PodProcess], root: Path) -> list[str]:
+    """Each process as its pod's own command (the harness's wrapper is in its log), then where the logs are."""
+    return [
+        *(f"  pod {p.pod}: {shlex.join(p.command)}" for p in sorted(procs, key=lambda p: p.pod)),
+        f"  logs: {root}/<pod>/main.log (the exact argv and env: command.json beside it)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kubeconfig", required=True)
@@ -228,18 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
 
     started = time.time()
-    print("pods run as processes, with these substitutions only:")
-    for s in SUBSTITUTIONS:
-        print(f"  - {s}")
     conn = connection.load(args.kubeconfig)
     with KubeClient(conn, HARNESS_USER_AGENT) as kube:
+        runtimes: list[tuple[str, Path, float | None]] = []
         for version in graph_releases(kube, args.namespace, args.graph):
-            setup = time.monotonic()
             dynamo_runtime.ensure(version)
-            print(
-                f"dynamo runtime {version}: {dynamo_runtime.root(version)} ({time.monotonic() - setup:.1f}s; "
-                f"installed in {dynamo_runtime.setup_seconds(version)}s)"
-            )
+            runtimes.append((version, dynamo_runtime.root(version), dynamo_runtime.setup_seconds(version)))
+    print()
+    for line in harness_lines(runtimes):
+        print(line)
     with (
         KubeClient(conn, HARNESS_USER_AGENT) as kube,
         serving(
@@ -251,8 +277,8 @@ def main(argv: list[str] | None = None) -> int:
             model_claim=args.model_claim,
         ) as pods,
     ):
-        for p in pods.running():
-            print(f"  pod {p.pod} ({p.image}, runtime {p.bin}): {' '.join(p.argv)}  (log {p.log})")
+        for line in pod_lines(pods.running(), args.root):
+            print(line)
         try:
             url = pods.url(args.frontend, "http")
             model = wait_for_model(url, pods)

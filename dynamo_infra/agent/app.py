@@ -19,6 +19,7 @@ from typing import Any
 
 import kopf
 
+from dynamo_infra import __version__
 from dynamo_infra.agent import lora
 from dynamo_infra.agent.errors import named
 from dynamo_infra.agent.scale import carry_adapters, scale_targets
@@ -41,7 +42,7 @@ LOG = logging.getLogger("dynamo_infra.agent")
 # Field manager of everything the agent writes.
 FIELD_MANAGER = AGENT_NAME
 # User agent of the agent's requests (its own, for the API server's audit log).
-USER_AGENT = "dynamo-infra-agent/0.1.0"
+USER_AGENT = f"dynamo-infra-agent/{__version__}"
 # Every recorded graph is reconciled this often even without events (retries failures).
 RESYNC_INTERVAL_S = 60.0
 # The API server ends each watch after this long; kopf resumes it from the last resource version.

@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import kopf
 
+from dynamo_infra import __version__
 from dynamo_infra.agent.errors import named
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.connection import Connection, from_environment
@@ -38,7 +39,7 @@ from dynamo_infra.render.agent import AGENT_NAME
 # Field manager of everything the agent writes.
 FIELD_MANAGER = AGENT_NAME
 # User agent of the LoRA handlers' API requests.
-USER_AGENT = f"{AGENT_NAME}-lora/0.1.0"
+USER_AGENT = f"{AGENT_NAME}-lora/{__version__}"
 # Seconds before a model with an endpoint not serving its adapter is reconciled again (the operator's).
 REQUEUE_AFTER_S = 30.0
 # Endpoints asked at once, per request and overall time limits (the operator's).

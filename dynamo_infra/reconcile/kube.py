@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from dynamo_infra import __version__
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.connection import Connection, KubeconfigError
@@ -23,9 +24,9 @@ from dynamo_infra.reconcile.exec_credential import Credential
 # Field manager of every server-side apply we make.
 FIELD_MANAGER = "dynamo-infra"
 # User agent of every request (the API server's audit log tells our requests apart by it).
-USER_AGENT = "dynamo-infra/0.1.0"
+USER_AGENT = f"dynamo-infra/{__version__}"
 # User agent of the Pulumi program's own reads (which namespace-level objects the stack owns).
-PROGRAM_USER_AGENT = "dynamo-infra-program/0.1.0"
+PROGRAM_USER_AGENT = f"dynamo-infra-program/{__version__}"
 # Accept header asking for an object's metadata only (PartialObjectMetadata: no spec, no status).
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Per-request timeout against the API server.

@@ -52,6 +52,8 @@ DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za
 CANARY_FROM = "1.5.0"
 # What the 1.6 frontend's discovery daemon logs while it cannot list DynamoWorkerMetadata.
 FRONTEND_LIST_ERROR = "DynamoWorkerMetadata CR reflector error"
+# The model mocker-agg's worker serves (its --model-name).
+MODEL_NAME = "tiny-chat"
 # What a worker's runtime logs when it runs canary health checks.
 HEALTH_CHECK_MANAGER = "Health check manager started"
 
@@ -247,6 +249,7 @@ def test_aggregated_graph_serves_and_scales(serve: Serve, harness_kube: KubeClie
     with serve(REPO / "examples" / "mocker-agg.yaml", "mocker-agg") as d:
         stack, graph, ns = d.stack, d.graph, d.namespace
         pods, url, model = d.live.pods, d.live.url, d.live.model
+        assert model == MODEL_NAME, model
         answer = chat(url, model, max_tokens=8)
         assert answer.completion_tokens == 8, answer
         assert len(answer.text.split()) == 8, answer
@@ -390,7 +393,7 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release:
                     time.sleep(3)
                     assert models(url) == [], "the frontend lists a model it could not have discovered"
                     with pytest.raises(RuntimeError, match="HTTP 404"):
-                        chat(url, "/models/tiny-chat")
+                        chat(url, MODEL_NAME)
                 else:
                     (frontend,) = pods.running("Frontend")
                     wait_until(lambda: FRONTEND_LIST_ERROR in frontend.tail(400), DISCOVERY_TIMEOUT_S,
@@ -401,6 +404,6 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release:
                     time.sleep(5)
                     assert frontend.alive() and not answers(f"{url}/v1/models"), frontend.tail(40)
                     with pytest.raises(httpx.TransportError):
-                        chat(url, "/models/tiny-chat")
+                        chat(url, MODEL_NAME)
     finally:
         own.stop()

@@ -18,6 +18,7 @@ from tools.podprocs import (
     PORT_MAX,
     PORT_MIN,
     SUBSTITUTIONS,
+    PodProcess,
     PodProcesses,
     free_port,
     with_var_run,
@@ -215,6 +216,23 @@ def test_a_process_is_the_main_container_with_the_listed_substitutions(
     assert (projected / "token").read_text() == "bound-token"
     assert (projected / "namespace").read_text() == "ns" and (projected / "ca.crt").read_text() == "CA"
     assert len(SUBSTITUTIONS) == 10
+    # What is shown of the process: the container's own command and args, as the pod holds them.
+    assert proc.command == [
+        "python3", "-m", "dynamo.mocker", "--model-path", "/models/tiny", "--config=/etc/cfg/a.json",
+        "$(DYN_NAMESPACE)",
+    ]  # fmt: skip
+
+
+def test_the_log_begins_with_what_the_harness_runs(tmp_path: Path) -> None:
+    """The wrapper (here a multi-line script) goes to the process's log, on one line, before its output."""
+    argv = ["/bin/sh", "-c", "echo one\necho two", "sh"]
+    proc = PodProcess(pod="p", uid="u", component="c", folder=tmp_path, argv=argv, env={}, ports={},
+                      command=["echo"])  # fmt: skip
+    proc.start()
+    assert proc.popen is not None and proc.popen.wait(10) == 0
+    first, *output = proc.log.read_text().splitlines()
+    assert json.loads(first.removeprefix("[harness] exec ")) == argv
+    assert output == ["one", "two"]
 
 
 def test_no_token_when_the_pod_opts_out(tmp_path: Path) -> None:
