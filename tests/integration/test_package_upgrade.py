@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.platform_plan import crd_stub
+from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, crd_stub, installable
 from dynamo_infra.reconcile.kube import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import TAIL, graphs_kubeconfig, kube_client, unique
@@ -35,8 +36,6 @@ GRAPH = "examples/mocker-agg.yaml"
 GRAPH_16 = "examples/mocker-agg-16.yaml"
 GRAPH_16_NAME = "mocker-agg-16"
 DGD_CRD = "dynamographdeployments.nvidia.com"
-# How long a CRD may take to be deleted with its objects.
-CRD_WAIT_S = 60
 # The tag the graph's workers move to, and the baseline graph's own.
 NEW_RUNTIME = "1.6.1"
 BASELINE_RUNTIME = "1.4.0"
@@ -114,12 +113,14 @@ def v1beta1_component_fields(crd: Manifest) -> set[str]:
     return set(spec["properties"]["components"]["items"]["properties"])
 
 
-def remove_dynamo_crds(kube: KubeClient, tree: Path) -> None:
-    """Delete the Dynamo CRDs `tree` ships (and every object of their kinds), waiting until they are gone."""
+def baseline_crds(cluster: LocalCluster, tree: Path) -> None:
+    """The cluster as the baseline package leaves it: its Dynamo CRDs, applied (forced) under the
+    platform's field manager over whatever earlier tests of the session applied there."""
     for path in sorted((tree / "stacks" / "crds" / "dynamo").glob("*.yaml")):
-        name = path.name.removesuffix(".yaml").split("_", 1)[1]
-        kube.delete(crd_stub(name), propagation="Background")
-        assert kube.wait_deleted(crd_stub(name), CRD_WAIT_S), name
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc:
+                cluster.apply(installable(doc), field_manager=CLUSTER_FIELD_MANAGER)
+                cluster.wait_established(doc["metadata"]["name"])
 
 
 def with_images(graph: Path, old: str, new: str) -> None:
@@ -168,8 +169,7 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
     except subprocess.CalledProcessError as e:
         pytest.fail(f"this clone lacks the baseline commit {BASELINE} (a shallow clone?): {e.stderr!r}")
     # The cluster as the baseline package left it: its Dynamo CRDs, not a newer package's.
-    with kube_client(cluster) as kube:
-        remove_dynamo_crds(kube, old)
+    baseline_crds(cluster, old)
     project = tmp_path / "project"
     project.mkdir()
     (tmp_path / "state").mkdir()
