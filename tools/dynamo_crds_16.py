@@ -352,6 +352,24 @@ def derive_dir(src: Path, out: Path) -> list[Path]:
     return written
 
 
+def shipped(crd: dict[str, Any]) -> dict[str, Any]:
+    """A derived CRD as the install set ships it: without its schemas' descriptions (what the platform
+    installs anyway, `installable`), which keeps the 3 MB DGD CRD under the repository's 2 MB file limit."""
+    from dynamo_infra.components.platform_plan import without_descriptions
+
+    versions = [
+        {
+            **v,
+            "schema": {
+                **v["schema"],
+                "openAPIV3Schema": without_descriptions(v["schema"]["openAPIV3Schema"]),
+            },
+        }
+        for v in crd["spec"]["versions"]
+    ]
+    return {**crd, "spec": {**crd["spec"], "versions": versions}}
+
+
 def main(argv: list[str] | None = None) -> int:
     from dynamo_infra.api.schema import SCHEMA_DIR, update_from
 
@@ -366,8 +384,14 @@ def main(argv: list[str] | None = None) -> int:
         derived = derive_dir(args.src, Path(tmp))
         for path in derived:
             if path.name in INSTALLED:
-                (args.stacks / path.name).write_bytes(path.read_bytes())
-                print(args.stacks / path.name)
+                target = args.stacks / path.name
+                if path.name in DERIVE:
+                    upstream = (args.src / path.name).read_text(encoding="utf-8")
+                    text = dump_crd(shipped(DERIVE[path.name](load(upstream))), upstream)
+                    target.write_text(text, encoding="utf-8")
+                else:
+                    target.write_bytes(path.read_bytes())
+                print(target)
         for p in update_from(Path(tmp), args.schemas):
             print(p)
     return 0
