@@ -5,7 +5,11 @@ Stand-in for Pulumi's Go language host, which cannot be built here. It speaks th
 `pulumirpc.LanguageRuntime` gRPC protocol with the stubs shipped in the `pulumi` PyPI
 package, so the interpreter running this module needs `pulumi` and `grpcio` importable.
 
-Protocol (Pulumi 3.259): the engine starts `pulumi-language-python [--logtostderr] [-v=N]
+The version it reports (`GetPluginInfo`) is the pinned Pulumi CLI's, `[pulumi] version` in the
+`toolchain.toml` beside this file (tools/toolchain.toml, the one source of the Pulumi version;
+`install` copies it beside the installed module), read once at start.
+
+Protocol (Pulumi 3.x at that pin): the engine starts `pulumi-language-python [--logtostderr] [-v=N]
 [--tracing URL] <engine-address>` in the program directory and reads the gRPC port from the
 first stdout line. Runtime options from Pulumi.yaml (`virtualenv`, `toolchain`, `typechecker`)
 arrive in every request's `ProgramInfo.options`; the legacy `-virtualenv`/`-root`/... flags
@@ -39,13 +43,15 @@ import subprocess
 import sys
 import threading
 import time
+import tomllib
 from collections.abc import Iterator
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-VERSION = "3.259.0"
+# The toolchain pins; its `[pulumi] version` is the version this host reports.
+TOOLCHAIN_FILE = Path(__file__).with_name("toolchain.toml")
 EXEC_NAME = "pulumi-language-python-exec"
 # Exit code of the exec script meaning "an error was already shown to the user".
 BAIL_EXIT_CODE = 32
@@ -70,6 +76,15 @@ print(json.dumps(out))
 
 class HostError(Exception):
     """An error reported to the engine as a failed RPC."""
+
+
+def pulumi_version(toolchain_file: Path = TOOLCHAIN_FILE) -> str:
+    """The pinned Pulumi version: `[pulumi] version` of the toolchain file."""
+    with open(toolchain_file, "rb") as f:
+        version = tomllib.load(f).get("pulumi", {}).get("version")
+    if not isinstance(version, str) or not version:
+        raise HostError(f"{toolchain_file} has no [pulumi] version")
+    return version
 
 
 @dataclass(frozen=True)
@@ -307,11 +322,14 @@ def install_dependencies(python: Python, cwd: str) -> Iterator[tuple[str, bytes]
 class LanguageHost:
     """Implementation of the `pulumirpc.LanguageRuntime` service."""
 
-    def __init__(self, executor: str, engine_address: str, tracing: str, defaults: Python) -> None:
+    def __init__(
+        self, executor: str, engine_address: str, tracing: str, defaults: Python, version: str
+    ) -> None:
         self.executor = executor
         self.engine_address = engine_address
         self.tracing = tracing
         self.defaults = defaults
+        self.version = version  # reported by GetPluginInfo
         # Plugin processes started by RunPlugin and still running (stopped with the host).
         self.plugins: set[subprocess.Popen[bytes]] = set()
 
@@ -373,7 +391,7 @@ class LanguageHost:
     def GetPluginInfo(self, request: Any, context: Any) -> Any:
         from pulumi.runtime.proto import plugin_pb2
 
-        return plugin_pb2.PluginInfo(version=VERSION)
+        return plugin_pb2.PluginInfo(version=self.version)
 
     def GetRequiredPackages(self, request: Any, context: Any) -> Any:
         from pulumi.runtime.proto import language_pb2, plugin_pb2
@@ -650,6 +668,10 @@ def serve(argv: list[str]) -> None:
     from pulumi.runtime.proto import language_pb2_grpc
 
     flags, engine_address = parse_args(argv)
+    try:
+        version = pulumi_version()
+    except (HostError, OSError, ValueError) as err:
+        sys.exit(f"error: cannot read the Pulumi version: {err}")
     root = flags.get("root") or os.getcwd()
     venv = flags.get("virtualenv", "")
     defaults = Python(
@@ -657,7 +679,9 @@ def serve(argv: list[str]) -> None:
     )
     # The generated servicer answers UNIMPLEMENTED for every RPC LanguageHost does not define.
     servicer = type("Servicer", (LanguageHost, language_pb2_grpc.LanguageRuntimeServicer), {})
-    host: LanguageHost = servicer(find_executor(flags), engine_address, flags.get("tracing", ""), defaults)
+    host: LanguageHost = servicer(
+        find_executor(flags), engine_address, flags.get("tracing", ""), defaults, version
+    )
 
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=32),
@@ -703,10 +727,11 @@ def serve(argv: list[str]) -> None:
 def install(bin_dir: Path, python: str, exec_script: Path | None = None) -> Path:
     """Install this host into `bin_dir` as `pulumi-language-python` and return the wrapper's path.
 
-    Copies this module to `bin_dir/pulumi_language_python.py` (so the install does not depend on
-    the work tree) and writes a `#!/bin/sh` wrapper that execs it with `$PULUMI_LANGUAGE_HOST_PYTHON`
-    when set, else `python`. That interpreter must import `pulumi` and `grpcio`. The wrapper finds
-    `pulumi-language-python-exec` beside itself; pass `exec_script` to copy it there too.
+    Copies this module and the toolchain file it reads the Pulumi version from to `bin_dir` (so the
+    install does not depend on the work tree) and writes a `#!/bin/sh` wrapper that execs it with
+    `$PULUMI_LANGUAGE_HOST_PYTHON` when set, else `python`. That interpreter must import `pulumi` and
+    `grpcio`. The wrapper finds `pulumi-language-python-exec` beside itself; pass `exec_script` to
+    copy it there too.
     """
     bin_dir = Path(bin_dir).absolute()
     bin_dir.mkdir(parents=True, exist_ok=True)
@@ -715,6 +740,8 @@ def install(bin_dir: Path, python: str, exec_script: Path | None = None) -> Path
     if source != module.resolve():
         shutil.copyfile(source, module)
     module.chmod(0o755)
+    if TOOLCHAIN_FILE.resolve() != (bin_dir / TOOLCHAIN_FILE.name).resolve():
+        shutil.copyfile(TOOLCHAIN_FILE, bin_dir / TOOLCHAIN_FILE.name)
     if exec_script is not None and Path(exec_script).resolve() != (bin_dir / EXEC_NAME).resolve():
         shutil.copyfile(exec_script, bin_dir / EXEC_NAME)
         (bin_dir / EXEC_NAME).chmod(0o755)

@@ -193,7 +193,3 @@ def project(live: Any, desired: Any) -> Any:
             return [project(lv, dv) for lv, dv in zip(live, desired, strict=True)]
         return live
     return live
-
-
-def object_summary(objects: dict[str, Manifest]) -> list[str]:
-    return [object_key(o) for o in objects.values()]
