@@ -1,6 +1,6 @@
 """dynamo-infra's policy pack for pull-request pipelines: `pulumi preview --policy-pack policy`.
 
-Policies (decisions in `dynamo_infra.policy`, see README "Policies for pull requests"):
+Policies (decisions in `dynamo_infra.policy`, see docs/how-to/pull-requests.md "Policy pack"):
 - `gpu-fit` (mandatory): the stack's GPU requests fit the cluster's allocatable GPUs, read at preview;
 - `images-pinned` (advisory): no image without a tag, with `latest` or a placeholder tag;
 - `no-literal-secret-env` (mandatory): no secret-looking literal env value (use secretKeyRef).

@@ -247,8 +247,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     `graph` is a v1alpha1 or v1beta1 DGD (typed object, or a YAML file path), or all inputs as
     DynamoGraphDeploymentArgs. Outputs: `state`, `conditions` and per-component `components` status,
     computed as the operator does; `taken_over`: what it took over from the Dynamo operator ({} when
-    nothing; README "Moving a graph from the operator"); `records`: the graph's DGD and DGDSAs in the
-    cluster with live status (README "The graph's records"). Claims the graph creates survive `pulumi
+    nothing; docs/how-to/take-over.md); `records`: the graph's DGD and DGDSAs in the
+    cluster with live status (docs/concepts/records.md). Claims the graph creates survive `pulumi
     destroy` unless `delete_pvcs_on_destroy` is set.
 
     With `agent` (the dynamo-infra agent runs for its namespace), replicas the planner or a scaling

@@ -9,8 +9,8 @@ from pulumi.dynamic import Resource
 
 
 class TakingOverResource(Resource):
-    """A dynamic resource with the `takenOver` output its provider fills (README: "Moving a graph from
-    the operator")."""
+    """A dynamic resource with the `takenOver` output its provider fills (docs/how-to/take-over.md: "Moving
+    a graph from the operator")."""
 
     @property
     def taken_over(self) -> pulumi.Output[dict[str, Any]]:

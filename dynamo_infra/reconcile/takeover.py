@@ -1,5 +1,5 @@
-"""Taking over a graph the Dynamo operator deployed, once the operator is gone (README: "Moving a
-graph from the operator").
+"""Taking over a graph the Dynamo operator deployed, once the operator is gone (docs/how-to/take-over.md:
+"Moving a graph from the operator").
 
 The operator leaves, per graph: the DynamoGraphDeployment (DGD) the user created; one
 DynamoComponentDeployment (DCD) per component, owned by the DGD; each component's workload and

@@ -16,7 +16,7 @@ AGENT_LABELS = {"app.kubernetes.io/name": AGENT_NAME, "app.kubernetes.io/part-of
 AGENT_CONTAINER = "main"
 # The console script and subcommand the image runs.
 AGENT_COMMAND = ("dynamo-infra", "agent")
-# Requests and limits when the stack gives none (measured RSS of one agent: see README).
+# Requests and limits when the stack gives none (measured RSS of one agent: docs/how-to/agent.md).
 DEFAULT_RESOURCES: Manifest = {
     "requests": {"cpu": "50m", "memory": "128Mi"},
     "limits": {"memory": "256Mi"},

@@ -1,6 +1,7 @@
 """The package as a platform repository installs it: the wheel built from this checkout, installed on
 its own (its declared dependencies, at the pinned versions) into a fresh virtualenv, beside a Pulumi
-project of the platform's that has its own `components` package. The README's program, run by
+project of the platform's that has its own `components` package. The documented program (docs/getting-started.md,
+which the README shows too), run by
 `pulumi preview` against the local control plane, previews; the project's code imports its own
 `components`, and dynamo-infra's from the installed `dynamo_infra.components`; the installed
 `dynamo-infra` command works.
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,16 +24,15 @@ import pytest
 from pulumi import automation as auto
 
 from tests.conftest import REPO, build_wheel
+from tests.documented import documented_program
 from tests.integration.harness import TAIL
 from tools import toolchain
 from tools.localcluster import LocalCluster
 
-# The README section whose program a platform repository copies.
-README_SECTION = "## Use it from your own Pulumi program"
-# The README program's graph file, laid out in the project at the same place.
+# The documented program's graph file, laid out in the project at the same place.
 GRAPH = "graphs/agg.yaml"
 PROJECT = "platform-repo"
-# The platform repository's own `components` package, and its program's lines before the README's.
+# The platform repository's own `components` package, and its program's lines before the documented ones.
 OWN_COMPONENTS = '''"""The platform repository's own components (nothing of dynamo-infra's)."""
 
 TEAM = "platform-team"
@@ -52,14 +51,6 @@ print(f"own components: {components.__file__}; dynamo_infra.components: {dynamo_
 """
 # Time limits of the virtualenv's installs (a cold wheel cache downloads and builds the wheels).
 INSTALL_TIMEOUT_S = 900
-
-
-def readme_program() -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index(README_SECTION)
-    section = text[start : text.index("\n## ", start + 1)]
-    (program,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return str(program)
 
 
 def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
@@ -92,7 +83,7 @@ def clean_env() -> dict[str, str]:
 
 
 def lay_project(project: Path, venv: Path) -> None:
-    """The platform repository: Pulumi.yaml on the fresh virtualenv, its own `components`, the README's
+    """The platform repository: Pulumi.yaml on the fresh virtualenv, its own `components`, the documented
     program after a prelude that checks which packages it imported, the graph, the CRD sets."""
     project.mkdir()
     (project / "Pulumi.yaml").write_text(
@@ -100,7 +91,7 @@ def lay_project(project: Path, venv: Path) -> None:
     )
     (project / "components").mkdir()
     (project / "components" / "__init__.py").write_text(OWN_COMPONENTS)
-    (project / "__main__.py").write_text(PRELUDE + "\n" + readme_program())
+    (project / "__main__.py").write_text(PRELUDE + "\n" + documented_program())
     (project / "graphs").mkdir()
     shutil.copy(REPO / "examples" / "agg.yaml", project / GRAPH)
     # The platform installs the CRD sets from `stacks/crds` of the program's folder (not in the wheel).

@@ -1,4 +1,4 @@
-"""Moving a graph from the Dynamo operator (README "Moving a graph from the operator"), through the
+"""Moving a graph from the Dynamo operator (docs/how-to/take-over.md), through the
 real Pulumi CLI on the local control plane.
 
 The cluster is set up as the operator leaves a graph once it is gone: the DGD and DCD CRDs as its

@@ -1,5 +1,6 @@
-"""The public surface is what the README teaches: its program runs (under Pulumi mocks) with the names
-`components` and `dynamo_infra` export, and importing `dynamo_infra` alone stays cheap."""
+"""The public surface is what the docs teach: the getting-started program (the README shows the same)
+runs under Pulumi mocks with the names `dynamo_infra.components` and `dynamo_infra` export, and
+importing `dynamo_infra` alone stays cheap."""
 
 from __future__ import annotations
 
@@ -12,10 +13,9 @@ from typing import Any
 import pulumi
 
 from tests.conftest import REPO
+from tests.documented import PAGE, README_SECTION, SECTION, documented_program, program_in, section
 from tests.unit.conftest import Mocks
 
-# The README section that shows a program of one's own.
-SECTION = "## Use it from your own Pulumi program"
 # What `dynamo_infra.components` exports besides the program's plumbing: the ComponentResources and their Args.
 COMPONENTS = {
     "DynamoGraphDeployment",
@@ -44,14 +44,11 @@ DYNAMO_INFRA = {
 }
 
 
-def readme_program() -> str:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index(SECTION) : text.index("\n## ", text.index(SECTION) + 1)]
-    (program,) = re.findall(r"```python\n(.*?)```", section, re.S)
-    return str(program)
+def test_the_readme_shows_the_documented_program() -> None:
+    assert program_in(section(REPO / "README.md", README_SECTION)) == documented_program()
 
 
-def test_components_and_dynamo_infra_export_what_the_readme_names() -> None:
+def test_components_and_dynamo_infra_export_what_the_docs_name() -> None:
     import dynamo_infra
     from dynamo_infra import components
 
@@ -59,10 +56,9 @@ def test_components_and_dynamo_infra_export_what_the_readme_names() -> None:
     assert set(dynamo_infra.__all__) >= DYNAMO_INFRA
     for name in dynamo_infra.__all__:
         assert getattr(dynamo_infra, name) is not None, name
-    section = (REPO / "README.md").read_text().split(SECTION)[1].split("\n## ")[0]
-    taught = set(re.findall(r"`(\w+)", section))
+    taught = set(re.findall(r"`(\w+)", section(PAGE, SECTION)))
     assert taught >= COMPONENTS | DYNAMO_INFRA
-    imports = [n for n in ast.walk(ast.parse(readme_program())) if isinstance(n, ast.ImportFrom)]
+    imports = [n for n in ast.walk(ast.parse(documented_program())) if isinstance(n, ast.ImportFrom)]
     for node in imports:
         exported = set(__import__(str(node.module), fromlist=["_"]).__all__)
         assert {a.name for a in node.names} <= exported, node.module
@@ -75,12 +71,12 @@ def test_importing_dynamo_infra_imports_nothing_else() -> None:
 
 
 @pulumi.runtime.test
-def test_the_readme_program_runs(mocks: Mocks, monkeypatch: Any) -> Any:
+def test_the_documented_program_runs(mocks: Mocks, monkeypatch: Any) -> Any:
     monkeypatch.setattr(pulumi.Config, "require_secret", lambda self, key: pulumi.Output.secret("kubeconfig"))
-    program = readme_program().replace('"graphs/agg.yaml"', repr(str(REPO / "examples" / "agg.yaml")))
+    program = documented_program().replace('"graphs/agg.yaml"', repr(str(REPO / "examples" / "agg.yaml")))
     exported: dict[str, Any] = {}
     monkeypatch.setattr(pulumi, "export", lambda name, value: exported.__setitem__(name, value))
-    exec(compile(program, "README.md", "exec"), {})
+    exec(compile(program, str(PAGE.relative_to(REPO)), "exec"), {})
 
     def check(state: str) -> None:
         names = {r.name for r in mocks.resources}
