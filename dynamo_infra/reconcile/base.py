@@ -5,17 +5,20 @@ those objects and the reconcile reads them, so what is diffed is what is applied
 built from them in each call (decision 10: a pickled provider never holds a client).
 
 Check and Diff run for every resource on every preview and `up`, in a provider process started for
-that run, and need only the inputs: every provider module imports at load time only this module and
-`pulumi.dynamic`, and what talks to the cluster or renders (the kube client, the API models, its
-`*_calls` module) inside the calls that write or read.
+that run, and need only the inputs: every provider module imports at load time only this module,
+`reconcile.inputs` and `pulumi.dynamic`. What talks to the cluster or renders is in the provider's
+`*_calls` module, which it names (`Provider.calls_module`) and `Provider.calls` imports on the first
+create, update, delete or read; the calls module imports the inputs, never the provider.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import sys
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
 
 from pulumi.dynamic import ReadResult, ResourceProvider
@@ -141,6 +144,17 @@ class Provider(ResourceProvider, Generic[InputsT]):
 
     serialize_as_secret_always = False
     inputs: ClassVar[type[Inputs]]
+    # The module (dotted name) that creates, updates, deletes and reads: imported by `calls` only.
+    calls_module: ClassVar[str]
+
+    def calls_module_for(self, ins: InputsT) -> str:
+        """The calls module for these inputs (a provider with more than one chooses here)."""
+        return self.calls_module
+
+    def calls(self, ins: InputsT) -> ModuleType:
+        """The module that writes, deletes and reads these inputs, imported on first use: a process
+        that only checks and diffs never loads it (module doc)."""
+        return importlib.import_module(self.calls_module_for(ins))
 
     def typed(self, props: dict[str, Any]) -> InputsT:
         return cast(InputsT, self.inputs.from_props(props))

@@ -1,6 +1,6 @@
-"""What the checkpoint provider (`reconcile.checkpoint_provider`) does when it writes, deletes or
-reads: imported by those calls only, so a provider process that only checks and diffs never loads the
-kube client, the API models or the renderer."""
+"""What the checkpoint provider (`reconcile.checkpoint_provider`) does when it writes, deletes or reads:
+imported only by `Provider.calls` (named, never imported, by the provider), so a provider process that
+only checks and diffs never loads the kube client, the API models or the renderer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
-from dynamo_infra.reconcile.checkpoint_provider import CheckpointInputs, meta
+from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import checkpoint as ck

@@ -26,67 +26,28 @@ tells our objects from another stack's), wait (block until Ready), timeoutSecond
 Outputs add phase, ready, message, identityHash, checkpointId, checkpointName, jobName, crdApplied.
 
 Check and Diff need only the inputs; what writes, deletes and reads is in `checkpoint_calls`, imported
-by those calls (see `reconcile.base`).
+on the first of those calls by `Provider.calls` (see `reconcile.base`); the inputs are in
+`reconcile.inputs`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from types import ModuleType
 from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.base import Inputs, Provider
+from dynamo_infra.reconcile.base import Provider
+from dynamo_infra.reconcile.inputs import SNAPSHOT_KINDS, CheckpointInputs, meta
 
-# Kinds of the snapshot API (`render.snapshot`) a checkpoint input may be.
-SNAPSHOT_KINDS = ("SnapshotJob", "PodSnapshot")
-
-
-def meta(obj: Manifest | None) -> Manifest:
-    """An object's metadata ({} when it has none)."""
-    return (obj or {}).get("metadata") or {}
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointInputs(Inputs):
-    # The DynamoCheckpoint manifest.
-    checkpoint: Manifest = dataclasses.field(default_factory=dict)
-    # Its capture Job (rendered by `render.checkpoint.capture_job`).
-    job: Manifest = dataclasses.field(default_factory=dict)
-    # `project/stack/resource`: tells our objects from another stack's.
-    owner: str = ""
-    # Block until Ready (at most `timeoutSeconds`).
-    wait: bool = False
-    timeout_seconds: float | None = None
-
-    @property
-    def names(self) -> tuple[str, str, str]:
-        """Namespace, checkpoint name, capture Job name ("" through the snapshot API)."""
-        return self.namespace, meta(self.checkpoint)["name"], str(meta(self.job).get("name") or "")
-
-    @property
-    def snapshot_api(self) -> bool:
-        """The checkpoint is a SnapshotJob or PodSnapshot (runtime at least 1.5.0)."""
-        return self.checkpoint.get("kind") in SNAPSHOT_KINDS
-
-    @property
-    def label(self) -> str:
-        kind = self.checkpoint.get("kind") or "DynamoCheckpoint"
-        return f"{kind} {self.namespace}/{meta(self.checkpoint)['name']}"
-
-    @property
-    def job_stub(self) -> Manifest:
-        from dynamo_infra.reconcile.kube import stub  # here: Check and Diff stay light
-
-        return stub("batch/v1", "Job", self.namespace, meta(self.job)["name"])
+# What a checkpoint through the snapshot API (runtime at least 1.5.0) calls to write, delete and read.
+SNAPSHOT_CALLS = "dynamo_infra.reconcile.snapshot_calls"
 
 
 class CheckpointProvider(Provider[CheckpointInputs]):
     """Reconciles one checkpoint: capture Job (+ DynamoCheckpoint when served), phase, duplicates."""
 
     inputs = CheckpointInputs
+    calls_module = "dynamo_infra.reconcile.checkpoint_calls"
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
@@ -119,22 +80,15 @@ class CheckpointProvider(Provider[CheckpointInputs]):
         if not news.get("kubeconfig"):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         elif not failures and isinstance(news.get("kubeconfig"), str):
-            from dynamo_infra.reconcile import snapshot_calls  # here: only snapshot-API checks load it
-
-            problem = snapshot_calls.preview_problem(self.typed(news))
+            ins = self.typed(news)
+            problem = self.calls(ins).preview_problem(ins)  # only snapshot-API checks load their calls
             if problem is not None:
                 failures.append(CheckFailure("checkpoint", problem))
         return CheckResult(news, failures)
 
-    def _calls(self, ins: CheckpointInputs) -> ModuleType:
-        """The calls module of the checkpoint's API (imported here: Check and Diff stay light)."""
-        if ins.snapshot_api:
-            from dynamo_infra.reconcile import snapshot_calls
-
-            return snapshot_calls
-        from dynamo_infra.reconcile import checkpoint_calls
-
-        return checkpoint_calls
+    def calls_module_for(self, ins: CheckpointInputs) -> str:
+        """The calls module of the checkpoint's API."""
+        return SNAPSHOT_CALLS if ins.snapshot_api else self.calls_module
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         """Input changes; a checkpoint not yet Ready is looked at again by every `up`."""
@@ -148,19 +102,19 @@ class CheckpointProvider(Provider[CheckpointInputs]):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         ins = self.typed(props)
-        outs = self._calls(ins).reconcile(ins, props)
+        outs = self.calls(ins).reconcile(ins, props)
         return CreateResult(id_=f"{ins.namespace}/{outs['checkpointName']}", outs=outs)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         ins = self.typed(news)
-        return UpdateResult(outs=self._calls(ins).reconcile(ins, news))
+        return UpdateResult(outs=self.calls(ins).reconcile(ins, news))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         ins = self.typed(props)
-        self._calls(ins).delete(ins, props)
+        self.calls(ins).delete(ins, props)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """The phase the live capture Job implies; gone when neither Job nor checkpoint exists."""
         ins = self.typed(props)
-        outs = self._calls(ins).read(ins, props)
+        outs = self.calls(ins).read(ins, props)
         return ReadResult(None, {}) if outs is None else self.read_result(id_, outs)

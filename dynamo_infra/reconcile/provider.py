@@ -11,76 +11,26 @@ Outputs: the inputs plus `inventory` (keys applied, in order), `status` and `tak
 taken over from the Dynamo operator, kept across updates; {} when nothing).
 
 Check and Diff need only the inputs; what writes, deletes and reads is in `workload_calls`, imported
-by those calls (see `reconcile.base`).
+on the first of those calls by `Provider.calls` (see `reconcile.base`); the inputs are in
+`reconcile.inputs`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
-from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.base import Inputs, Provider
-
-# Apply order by kind (dependencies first); unknown kinds go after these, before workloads.
-KIND_ORDER = (
-    "Namespace", "CustomResourceDefinition", "ServiceAccount", "Secret", "ConfigMap", "PersistentVolumeClaim",
-    "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding", "ResourceClaimTemplate", "Service",
-)  # fmt: skip
-WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet", "PodCliqueSet", "Job")
-
-
-def apply_order(objects: dict[str, Manifest]) -> list[str]:
-    def rank(key: str) -> tuple[int, str]:
-        kind = objects[key]["kind"]
-        if kind in KIND_ORDER:
-            return KIND_ORDER.index(kind), key
-        if kind in WORKLOAD_KINDS:
-            return len(KIND_ORDER) + 1 + WORKLOAD_KINDS.index(kind), key
-        return len(KIND_ORDER), key
-
-    return sorted(objects, key=rank)
-
-
-@dataclasses.dataclass(frozen=True)
-class WorkloadInputs(Inputs):
-    graph: str = ""
-    component: str = ""
-    # The stack applying the objects (`project/stack`): another stack's graph of the same name is refused.
-    stack: str = ""
-    # Manifests by `apiVersion/kind/namespace/name`.
-    objects: dict[str, Manifest] = dataclasses.field(default_factory=dict)
-    # Replicas are written at creation only (an autoscaler or scaling adapter owns them).
-    replicas_external: bool = False
-    # {mode: wait|skip, timeoutSeconds}.
-    await_: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # Replicas of observed objects, set through their scale subresource.
-    scale: dict[str, float] | None = None
-    # Objects another controller creates for this one (Grove's PodCliques): read, never applied.
-    observe: dict[str, Manifest] = dataclasses.field(default_factory=dict)
-    pull_secret_discovery: bool = False
-    # {record: DGD record stub, component: name}: a workload with external replicas is created with the
-    # component's replicas in the live record (those the planner chose), when it has them.
-    replicas_from: dict[str, Any] | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.namespace}/{self.graph}/{self.component}"
-
-    @property
-    def inventory(self) -> str:
-        from dynamo_infra.reconcile.ownership import inventory_id  # here: Check and Diff stay light
-
-        return inventory_id(self.namespace, self.graph, self.component)
+from dynamo_infra.reconcile.base import Provider
+from dynamo_infra.reconcile.inputs import WorkloadInputs
 
 
 class ComponentWorkloadProvider(Provider[WorkloadInputs]):
     """Reconciles the Kubernetes objects of one Dynamo component (or a graph's shared objects)."""
 
     inputs = WorkloadInputs
+    calls_module = "dynamo_infra.reconcile.workload_calls"
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
@@ -121,27 +71,22 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
         )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from dynamo_infra.reconcile import workload_calls as calls  # here: Check and Diff stay light
-
         ins = self.typed(props)
-        return CreateResult(id_=ins.label, outs=calls.reconcile(ins, props, [], {}, {}))
+        return CreateResult(id_=ins.label, outs=self.calls(ins).reconcile(ins, props, [], {}, {}))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from dynamo_infra.reconcile import workload_calls as calls
-
+        ins = self.typed(news)
         previous = list(olds.get("inventory") or [])
         known = dict(olds.get("objects") or {})
         taken = dict(olds.get("takenOver") or {})
-        return UpdateResult(outs=calls.reconcile(self.typed(news), news, previous, known, taken))
+        return UpdateResult(outs=self.calls(ins).reconcile(ins, news, previous, known, taken))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from dynamo_infra.reconcile import workload_calls as calls
-
-        calls.delete(self.typed(props), props)
+        ins = self.typed(props)
+        self.calls(ins).delete(ins, props)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         """Live state of our fields: refresh shows drift, and the next `up` repairs it."""
-        from dynamo_infra.reconcile import workload_calls as calls
-
-        outs = calls.read(self.typed(props), props)
+        ins = self.typed(props)
+        outs = self.calls(ins).read(ins, props)
         return ReadResult(None, {}) if outs is None else self.read_result(id_, outs)

@@ -1,6 +1,6 @@
-"""What the claim provider (`reconcile.pvc_provider`) does when it writes, deletes or reads: imported
-by those calls only, so a provider process that only checks and diffs never loads the kube client,
-the API models or the takeover rules."""
+"""What the claim provider (`reconcile.pvc_provider`) does when it writes, deletes or reads: imported only
+by `Provider.calls` (named, never imported, by the provider), so a provider process that only checks
+and diffs never loads the kube client, the API models or the takeover rules."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from dynamo_infra.reconcile.base import (
     await_until,
     log,
 )
+from dynamo_infra.reconcile.inputs import ClaimInputs
 from dynamo_infra.reconcile.kube import KubeClient, object_key
-from dynamo_infra.reconcile.pvc_provider import ClaimInputs
 from dynamo_infra.reconcile.takeover import (
     OperatorGraph,
     TakeOver,

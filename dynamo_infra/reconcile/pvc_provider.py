@@ -10,42 +10,23 @@ Inputs: kubeconfig (secret), context, namespace, name, graph, manifest (None whe
 create, deleteOnDestroy, await {mode, timeoutSeconds}. Outputs add `adopted`, `phase`, `volumeName`,
 `takenOver` (as the workloads report it).
 
-Check and Diff need only the inputs; what writes, deletes and reads is in `pvc_calls`, imported by
-those calls (see `reconcile.base`).
+Check and Diff need only the inputs; what writes, deletes and reads is in `pvc_calls`, imported on
+the first of those calls by `Provider.calls` (see `reconcile.base`); the inputs are in `reconcile.inputs`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.base import Inputs, Provider
-
-
-@dataclasses.dataclass(frozen=True)
-class ClaimInputs(Inputs):
-    name: str = ""
-    # The graph using the claim (whose DGD may own it, when the operator made it).
-    graph: str = ""
-    # The claim to create when missing; None when the graph does not create it.
-    manifest: Manifest | None = None
-    create: bool = False
-    delete_on_destroy: bool = False
-    # {mode: wait|skip, timeoutSeconds}.
-    await_: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    @property
-    def stub(self) -> Manifest:
-        from dynamo_infra.reconcile.kube import stub  # here: Check and Diff stay light
-
-        return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
+from dynamo_infra.reconcile.base import Provider
+from dynamo_infra.reconcile.inputs import ClaimInputs
 
 
 class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
     inputs = ClaimInputs
+    calls_module = "dynamo_infra.reconcile.pvc_calls"
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -61,24 +42,21 @@ class PersistentVolumeClaimProvider(Provider[ClaimInputs]):
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from dynamo_infra.reconcile import pvc_calls as calls  # here: Check and Diff stay light
-
         ins = self.typed(props)
-        return CreateResult(id_=f"{ins.namespace}/{ins.name}", outs=calls.ensure(ins, props, None, {}))
+        return CreateResult(
+            id_=f"{ins.namespace}/{ins.name}", outs=self.calls(ins).ensure(ins, props, None, {})
+        )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from dynamo_infra.reconcile import pvc_calls as calls
-
+        ins = self.typed(news)
         taken = dict(olds.get("takenOver") or {})
-        return UpdateResult(outs=calls.ensure(self.typed(news), news, bool(olds.get("adopted")), taken))
+        return UpdateResult(outs=self.calls(ins).ensure(ins, news, bool(olds.get("adopted")), taken))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from dynamo_infra.reconcile import pvc_calls as calls
-
-        calls.delete(self.typed(props), props)
+        ins = self.typed(props)
+        self.calls(ins).delete(ins, props)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        from dynamo_infra.reconcile import pvc_calls as calls
-
-        outs = calls.read(self.typed(props), props)
+        ins = self.typed(props)
+        outs = self.calls(ins).read(ins, props)
         return ReadResult(None, {}) if outs is None else self.read_result(id_, outs)

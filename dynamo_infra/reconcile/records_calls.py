@@ -1,5 +1,5 @@
 """What the records provider (`reconcile.records_provider`) does when it writes, deletes or reads:
-imported by those calls only (see `reconcile.base`)."""
+imported only by `Provider.calls` (named, never imported, by the provider; see `reconcile.base`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import log
+from dynamo_infra.reconcile.inputs import RecordsInputs
 from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
 from dynamo_infra.reconcile.observe import component_statuses, record_status
 from dynamo_infra.reconcile.ownership import (
@@ -16,7 +17,6 @@ from dynamo_infra.reconcile.ownership import (
     refuse_foreign,
     with_inventory,
 )
-from dynamo_infra.reconcile.records_provider import RecordsInputs
 from dynamo_infra.reconcile.takeover import (
     OPERATOR_FINALIZER,
     OperatorGraph,

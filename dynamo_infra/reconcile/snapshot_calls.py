@@ -1,5 +1,5 @@
 """What the checkpoint provider does for a component whose runtime checkpoints through the snapshot API
-(`render.snapshot`): imported by its calls only.
+(`render.snapshot`): imported only by `Provider.calls`.
 
 An automatic capture is a `SnapshotJob` that we create (Snapshot's operator runs and captures it into
 the `PodSnapshot` of the same name); a `checkpointRef` names a `PodSnapshot` someone else made, which
@@ -20,7 +20,7 @@ from typing import Any
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed, owner_id
-from dynamo_infra.reconcile.checkpoint_provider import CheckpointInputs, meta
+from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import snapshot as sn

@@ -1,6 +1,7 @@
 """What the component workload provider (`reconcile.provider`) does when it writes, deletes or reads:
-imported by those calls only, so a provider process that only checks and diffs (every preview, every
-no-op `up`) never loads the kube client, the API models or the renderer."""
+imported only by `Provider.calls` (named, never imported, by the provider), so a provider process that
+only checks and diffs (every preview, every no-op `up`) never loads the kube client, the API models or
+the renderer."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import await_skipped, await_timeout, log
 from dynamo_infra.reconcile.drift import drift_lines, drifted
+from dynamo_infra.reconcile.inputs import WORKLOAD_KINDS, WorkloadInputs, apply_order
 from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import refuse_foreign, with_inventory
-from dynamo_infra.reconcile.provider import WORKLOAD_KINDS, WorkloadInputs, apply_order
 from dynamo_infra.reconcile.records_calls import record_replicas
 from dynamo_infra.reconcile.takeover import OperatorGraph, merged_take_overs, take_over
 from dynamo_infra.reconcile.workload import (

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1alpha1
 from dynamo_infra.api.admission.paths import Paths
 from dynamo_infra.api.kubenames import DNS1123_LABEL, LABEL_VALUE, key_broken, name_rule
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names
-
-if TYPE_CHECKING:
-    from dynamo_infra.render.graph import RenderedGraph
 
 # Keys under which a manifest holds label maps (object, pod template and selector labels).
 _LABEL_MAPS = frozenset({"labels", "matchLabels"})
@@ -43,6 +40,41 @@ def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
                     stack.append(value)
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, dict | list))
+
+
+class _Component(Protocol):
+    """What the check reads of a `render.graph.RenderedComponent`."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def objects(self) -> tuple[Manifest, ...]: ...
+    @property
+    def dcd(self) -> Manifest | None: ...
+    @property
+    def adapter(self) -> Manifest | None: ...
+    @property
+    def scale_target(self) -> Manifest | None: ...
+
+
+class Rendered(Protocol):
+    """What the check reads of a `render.graph.RenderedGraph` (named structurally: `render.graph`
+    imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def components(self) -> Mapping[str, _Component]: ...
+    @property
+    def shared(self) -> tuple[Manifest, ...]: ...
+    @property
+    def workloads(self) -> tuple[Manifest, ...]: ...
+    @property
+    def checkpoints(self) -> tuple[Manifest, ...]: ...
+    @property
+    def pvcs(self) -> tuple[Manifest, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -86,7 +118,7 @@ def _would(why: str) -> str:
     return "would be " + why.removeprefix("is ") if why.startswith("is ") else why
 
 
-def rendered_name_problems(rendered: RenderedGraph, dgd: AnyDGD) -> list[Problem]:
+def rendered_name_problems(rendered: Rendered, dgd: AnyDGD) -> list[Problem]:
     """Every rendered name or label value (and the namespace) the API server would reject, at the
     field it derives from: a component's name for its objects, `spec.pvcs[i].name` for a PVC, else
     `metadata.name`."""

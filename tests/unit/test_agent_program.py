@@ -283,7 +283,7 @@ class Cluster:
 
 
 def test_a_new_agent_owned_workload_starts_from_the_records_replicas() -> None:
-    from dynamo_infra.reconcile.provider import WorkloadInputs
+    from dynamo_infra.reconcile.inputs import WorkloadInputs
     from dynamo_infra.reconcile.workload import Ownership, apply_objects
     from dynamo_infra.reconcile.workload_calls import live_replicas
 

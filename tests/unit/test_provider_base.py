@@ -16,9 +16,10 @@ from pulumi.dynamic.dynamic import serialize_provider
 import dynamo_infra
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.reconcile import base
-from dynamo_infra.reconcile.checkpoint_provider import CheckpointInputs, CheckpointProvider
-from dynamo_infra.reconcile.provider import ComponentWorkloadProvider, WorkloadInputs
-from dynamo_infra.reconcile.pvc_provider import ClaimInputs, PersistentVolumeClaimProvider
+from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
+from dynamo_infra.reconcile.inputs import CheckpointInputs, ClaimInputs, WorkloadInputs
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
+from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 
 # `__provider` of each resource as stacks hold it (written before the providers shared a base):
 # the same text means an existing stack loads its providers and sees no provider change.
@@ -29,7 +30,7 @@ STORED = {
 }  # fmt: skip
 
 
-# What Check and Diff must not load: the kube client, the API models, the renderer.
+# What Check and Diff must not load: the kube client, the API models, the renderer, the calls modules.
 HEAVY = (
     "httpx",
     "yaml",
@@ -37,6 +38,11 @@ HEAVY = (
     "dynamo_infra.reconcile.kube",
     "dynamo_infra.render",
     "dynamo_infra.api.v1beta1",
+    "dynamo_infra.reconcile.workload_calls",
+    "dynamo_infra.reconcile.pvc_calls",
+    "dynamo_infra.reconcile.checkpoint_calls",
+    "dynamo_infra.reconcile.snapshot_calls",
+    "dynamo_infra.reconcile.records_calls",
 )
 PROVIDER_MODULES = (
     "provider",

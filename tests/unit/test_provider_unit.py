@@ -7,7 +7,8 @@ import base64
 import pytest
 
 from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.provider import ComponentWorkloadProvider, apply_order
+from dynamo_infra.reconcile.inputs import apply_order
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.reconcile.workload import project
 
 DEP = {
