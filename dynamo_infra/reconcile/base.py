@@ -23,7 +23,7 @@ from pulumi.dynamic import ReadResult, ResourceProvider
 from dynamo_infra.errors import DynamoInfraError
 
 if TYPE_CHECKING:
-    from dynamo_infra.reconcile.kube import KubeClient
+    from dynamo_infra.kube.client import KubeClient
 
 # How often a wait polls the cluster.
 POLL_INTERVAL_S = 1.0
@@ -85,9 +85,15 @@ class Inputs:
 
     def client(self) -> KubeClient:
         """A client for this call (decision 10: never kept on the provider)."""
-        from dynamo_infra.reconcile import connection, kube  # here: Check and Diff stay light (module doc)
+        # Here: Check and Diff stay light (module doc).
+        from dynamo_infra.kube import client, connection
+        from dynamo_infra.render import rbac
 
-        return kube.KubeClient(connection.load(self.kubeconfig, self.context or None))
+        def may_watch(group: str, plural: str) -> bool:
+            # What the least-privilege Role grants is all the providers may count on (`dynamo-infra rbac`).
+            return rbac.covers(group, plural, "list") and rbac.covers(group, plural, "watch")
+
+        return client.KubeClient(connection.load(self.kubeconfig, self.context or None), may_watch=may_watch)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:

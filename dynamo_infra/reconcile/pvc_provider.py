@@ -39,7 +39,7 @@ class ClaimInputs(Inputs):
 
     @property
     def stub(self) -> Manifest:
-        from dynamo_infra.reconcile.kube import stub  # here: Check and Diff stay light
+        from dynamo_infra.kube.client import stub  # here: Check and Diff stay light
 
         return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import KubeClient, object_key, stub
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, object_key, stub
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render.status import ComponentStatus
