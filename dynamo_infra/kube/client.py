@@ -401,6 +401,15 @@ class KubeClient:
         except (httpx.HTTPError, ValueError) as e:
             raise watch.WatchUnavailable(f"watch {path}: {type(e).__name__}") from e
 
+    def watches(self, obj: Manifest) -> bool:
+        """Whether waits for this object watch it (else they poll)."""
+        if self._watch_refused:
+            return False
+        if self.may_watch is None:
+            return True
+        info = self.resource(obj["apiVersion"], obj["kind"])
+        return self.may_watch(info.api_version.rpartition("/")[0], info.plural)
+
     def wait_for(
         self,
         obj: Manifest,
@@ -412,7 +421,6 @@ class KubeClient:
         last seen: watched (`dynamo_infra.kube.watch`), or polled every `poll` seconds at most when the
         resource may not be watched or the watch fails."""
         info, ns, name = self._info(obj)
-        group = info.api_version.rpartition("/")[0]
         selector = {"fieldSelector": f"metadata.name={name}"}
         typed = {"apiVersion": info.api_version, "kind": info.kind}
 
@@ -431,8 +439,7 @@ class KubeClient:
                 yield event
 
         target = watch.Target(list_named=list_named, events=events, get=lambda: self.get(obj))
-        allowed = not self._watch_refused and (self.may_watch is None or self.may_watch(group, info.plural))
-        met, last, failed = watch.wait_for(target, until, timeout, poll=poll, watch=allowed)
+        met, last, failed = watch.wait_for(target, until, timeout, poll=poll, watch=self.watches(obj))
         if failed is not None and failed.status in WATCH_REFUSED:
             self._watch_refused = True
         return met, last

@@ -119,11 +119,13 @@ def await_until(
     timeout: float,
     expired: Callable[[T], DynamoInfraError],
     progress: Callable[[T, float], str] | None = None,
+    wait: Callable[[T, float], None] | None = None,
 ) -> T:
-    """Poll with `fetch` until `done`; raise `expired(last seen)` after `timeout` seconds.
+    """Look again with `fetch` until `done`; raise `expired(last seen)` after `timeout` seconds.
 
     `current` is what was last seen (no request is made for it); `progress(last, elapsed)` is
-    logged every PROGRESS_EVERY_S.
+    logged every PROGRESS_EVERY_S. Between looks, `wait(last seen, at most seconds)` returns when
+    something may have changed (a watch), or the loop sleeps POLL_INTERVAL_S.
     """
     start = time.monotonic()
     next_report = start + PROGRESS_EVERY_S
@@ -134,7 +136,10 @@ def await_until(
         if progress is not None and now >= next_report:
             log(progress(current, now - start))
             next_report = now + PROGRESS_EVERY_S
-        time.sleep(POLL_INTERVAL_S)
+        if wait is None:
+            time.sleep(POLL_INTERVAL_S)
+        else:
+            wait(current, max(min(start + timeout, next_report) - now, POLL_INTERVAL_S))
         current = fetch()
     return current
 
