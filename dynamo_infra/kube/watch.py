@@ -23,6 +23,8 @@ WATCH_TIMEOUT_S = 60
 # A poll looks again after this long, then twice as long each time up to its interval (most
 # deletions are over within milliseconds; a Deployment's pods take longer).
 FIRST_POLL_S = 0.02
+# A watch that ends sooner than this without an event, when asked to last longer, is not working.
+EARLY_END_S = 1.0
 # HTTP status of a watch whose resourceVersion is too old: list again.
 GONE = 410
 
@@ -85,20 +87,31 @@ def _watched(target: Target, until: Until, deadline: float) -> tuple[bool, Manif
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False, current
-                for event in target.events(version, max(1, min(WATCH_TIMEOUT_S, int(left + 0.999)))):
-                    kind, obj = event.get("type"), event.get("object") or {}
-                    if kind == "ERROR":
-                        if obj.get("code") == GONE:
-                            raise Gone()
-                        raise WatchUnavailable(
-                            f"watch error: {obj.get('message', '')}", int(obj.get("code") or 0)
-                        )
-                    version = resource_version(obj) or version
-                    if kind == "BOOKMARK":
-                        continue
-                    current = None if kind == "DELETED" else obj
-                    if until(current):
-                        return True, current
+                seconds = max(1, min(WATCH_TIMEOUT_S, int(left + 0.999)))
+                started, heard = time.monotonic(), False
+                stream = target.events(version, seconds)
+                try:
+                    for event in stream:
+                        heard = True
+                        kind, obj = event.get("type"), event.get("object") or {}
+                        if kind == "ERROR":
+                            if obj.get("code") == GONE:
+                                raise Gone()
+                            message = f"watch error: {obj.get('message', '')}"
+                            raise WatchUnavailable(message, int(obj.get("code") or 0))
+                        version = resource_version(obj) or version
+                        if kind == "BOOKMARK":
+                            continue
+                        current = None if kind == "DELETED" else obj
+                        if until(current):
+                            return True, current
+                finally:
+                    close = getattr(stream, "close", None)
+                    if close is not None:
+                        close()
+                if not heard and time.monotonic() - started < EARLY_END_S < seconds:
+                    # Something between us and the server ends watches at once: poll instead.
+                    raise WatchUnavailable("the watch ended at once")
         except Gone:
             continue
 

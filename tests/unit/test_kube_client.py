@@ -215,3 +215,21 @@ def test_a_wait_for_a_change_returns_the_object_as_changed(
     met, last = client.wait_for(CONFIGMAP, lambda cm: watch.resource_version(cm) != "9", 30)
     # Objects in watch events and lists are typed as the client knows them.
     assert met and last is not None and last["data"] == {"k": "v"} and last["kind"] == "ConfigMap"
+
+
+def test_a_watch_that_ends_at_once_gives_way_to_polling(
+    mock: Callable[..., KubeClient], slept: list[float]
+) -> None:
+    seen: list[httpx.Request] = []
+    client = mock(
+        answers(
+            listing("10", configmap("9")),
+            httpx.Response(200, content=b""),
+            httpx.Response(404, json={}),
+            seen=seen,
+        )
+    )
+    assert client.wait_deleted(CONFIGMAP, 30)
+    assert [r.url.params.get("watch") for r in seen] == [None, "1", None] and slept == []
+    # Not refused: the next wait watches again.
+    assert client.watches(CONFIGMAP)
