@@ -115,3 +115,9 @@ def merge(paths: list[Path]) -> dict[str, Any] | None:
     if current:
         merged["current-context"] = current
     return merged
+
+
+def merged_text(value: str) -> str:
+    """A `KUBECONFIG` value's files merged (`merge`), as kubeconfig text; "" when none of them exists."""
+    merged = merge(files(value))
+    return yaml.safe_dump(merged, sort_keys=False) if merged is not None else ""

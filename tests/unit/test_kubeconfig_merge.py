@@ -126,3 +126,12 @@ def test_no_existing_file_or_an_unreadable_one_fails_by_name(tmp_path: Path) -> 
     # An empty KUBECONFIG (only separators) is no KUBECONFIG: the in-cluster configuration.
     with pytest.raises(KubeconfigError, match="not in a cluster"):
         connection.from_environment({"KUBECONFIG": os.pathsep})
+
+
+def test_the_merged_text_reads_as_the_merged_connection(tmp_path: Path) -> None:
+    """What the policy pack reads the cluster with when it has only $KUBECONFIG."""
+    a, b, c = files(tmp_path)
+    value = os.pathsep.join(map(str, (a, b, c)))
+    text = kubeconfig.merged_text(value)
+    assert connection.load(text) == connection.from_environment({"KUBECONFIG": value})
+    assert kubeconfig.merged_text(str(tmp_path / "missing")) == ""
