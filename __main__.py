@@ -21,7 +21,7 @@ from dynamo_infra.components.neighbours import (
     read_graph_records,
     running_worker_hashes,
 )
-from dynamo_infra.reconcile.kube import KubeError
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 
 

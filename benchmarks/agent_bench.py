@@ -16,8 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.test_agent import Rig, set_up, start_agent, wait_for
 from tools.localcluster import LocalCluster
 

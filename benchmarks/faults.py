@@ -29,7 +29,8 @@ from pulumi import automation as auto
 from benchmarks import harness
 from dynamo_infra.cli import unlock
 from dynamo_infra.cli.rendering import cluster_options, render_files
-from dynamo_infra.reconcile.kube import KubeClient, KubeError
+from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from tools.localcluster import LocalCluster
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from benchmarks import harness
 from benchmarks.common import Figure, figure_name, table
 from benchmarks.faults import KILL, RESTART, Outcome, run_faults
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 
 # Runs of each fault (issue 16: >= 20 kills, >= 10 API server restarts); `--quick` runs fewer.
 KILLS, RESTARTS = 20, 10

@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 
 from benchmarks.common import REPO, local_stack
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from tools import dynamo_runtime, toolchain
 from tools.localcluster import LocalCluster
 from tools.serving import HARNESS_USER_AGENT, chat, served

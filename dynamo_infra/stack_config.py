@@ -16,8 +16,8 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
+from dynamo_infra.kube import kubeconfig
 from dynamo_infra.platform_options import PlatformOptions
-from dynamo_infra.reconcile import connection
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.admission import review_graph
 from dynamo_infra.render.epp import has_epp
@@ -161,7 +161,7 @@ def read_kubeconfig(config: ConfigReader, prefix: str = "", *, required: bool = 
     if not path.exists():
         raise StackConfigError(f"{key(name + 'Path')}: {path} does not exist (is the cluster up?)")
     # Its relative paths as the file's folder gives them: providers get the content, not the file.
-    return key(f"{name}Path"), connection.with_absolute_paths(path.read_text(), path.parent.resolve())
+    return key(f"{name}Path"), kubeconfig.with_absolute_paths(path.read_text(), path.parent.resolve())
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[AnyDGD, ...], bool]:

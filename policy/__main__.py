@@ -26,6 +26,7 @@ from pulumi_policy.proxy import UnknownValueError
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.kube import kubeconfig as kubeconfig_files
 from dynamo_infra.policy import gpus, images, pods, secrets
 from dynamo_infra.policy.cluster import read_cluster_gpus
 
@@ -110,7 +111,8 @@ def gpu_fit(args: StackValidationArgs, report_violation: ReportViolation) -> Non
     kubeconfig = (
         str(config.get("kubeconfigPath") or "")
         or _connection.get("kubeconfig")
-        or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+        # The KUBECONFIG list merged as kubectl merges it.
+        or kubeconfig_files.merged_text(os.environ.get("KUBECONFIG", ""))
     )
     if not kubeconfig:
         report_violation(

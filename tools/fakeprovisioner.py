@@ -13,8 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient, KubeError
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.kube.errors import KubeError
 
 # The local cluster's default StorageClass and the provisioner name it is served by.
 STORAGE_CLASS = "standard"

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.connection import Connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.kube.connection import Connection
 
 # Lifetime of the tokens handed to processes.
 TOKEN_SECONDS = 3600

@@ -28,8 +28,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.connection import Connection
-from dynamo_infra.reconcile.kube import KubeClient, KubeError
+from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.kube.connection import Connection
+from dynamo_infra.kube.errors import KubeError
 from tools.kubelet import Kubelet, PodProcessError, expand, relocate
 from tools.podnet import NO_PROXY, PodNetwork
 

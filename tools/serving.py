@@ -28,8 +28,8 @@ from pathlib import Path
 import httpx
 
 from dynamo_infra import __version__
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from tools import dynamo_runtime
 from tools.kubelet import claim_dir
 from tools.podprocs import MAIN_CONTAINER, SUBSTITUTIONS, PodProcess, PodProcesses, pods_of

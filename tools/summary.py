@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.status import object_readiness
 

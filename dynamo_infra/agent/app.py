@@ -31,9 +31,10 @@ from dynamo_infra.agent.status import (
     status_changes,
     write_statuses,
 )
-from dynamo_infra.reconcile.connection import Connection, from_environment
-from dynamo_infra.reconcile.exec_credential import Credential
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, proxied_from_environment, stub
+from dynamo_infra.kube.client import KubeClient, proxied_from_environment, stub
+from dynamo_infra.kube.connection import Connection, from_environment
+from dynamo_infra.kube.errors import KubeError
+from dynamo_infra.kube.exec_credential import Credential
 from dynamo_infra.render.agent import AGENT_NAME
 from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.kube import KubeError
+from dynamo_infra.kube.errors import KubeError
 
 # RBAC verbs of the HTTP methods the agent uses (a GET of a collection is a list).
 _VERBS = {"PATCH": "patch", "POST": "create", "PUT": "update", "DELETE": "delete"}

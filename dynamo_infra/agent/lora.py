@@ -30,8 +30,9 @@ import kopf
 from dynamo_infra import __version__
 from dynamo_infra.agent.errors import named
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.connection import Connection, from_environment
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
+from dynamo_infra.kube.client import KubeClient, stub
+from dynamo_infra.kube.connection import Connection, from_environment
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render import lora, names
 from dynamo_infra.render.agent import AGENT_NAME

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from dynamo_infra.agent.status import Component
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.render.replicas import REPLICAS_AGENT
 
 Log = Callable[[str], None]

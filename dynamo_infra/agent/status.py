@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from dynamo_infra.agent.errors import AgentError
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import KubeClient, stub
+from dynamo_infra.kube.client import KubeClient, stub
 from dynamo_infra.reconcile.observe import record_status
 from dynamo_infra.render.records import (
     COMPONENTS_ANNOTATION,

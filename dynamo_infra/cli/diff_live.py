@@ -44,7 +44,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def live_drift(client: Any, result: Any) -> list[Any]:
     """Every drift of the rendered files against the cluster behind `client`."""
     from dynamo_infra.cli.drift import EXTRA, Drift, object_drift
-    from dynamo_infra.reconcile.kube import object_key
+    from dynamo_infra.kube.client import object_key
     from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 
     out: list[Drift] = []
@@ -84,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
     from dynamo_infra.cli import rendering
     from dynamo_infra.cli.main import EXIT_FINDINGS, EXIT_OK
     from dynamo_infra.cli.stackfile import read_stack
-    from dynamo_infra.reconcile import connection
-    from dynamo_infra.reconcile.kube import KubeClient
+    from dynamo_infra.kube import connection
+    from dynamo_infra.kube.client import KubeClient
     from dynamo_infra.stack_config import StackConfig
 
     stack_file = read_stack(args.stack, args.project_dir).with_namespace(args.namespace)

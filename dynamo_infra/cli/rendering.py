@@ -29,8 +29,8 @@ from dynamo_infra.components.platform_plan import (
 from dynamo_infra.components.records import records_props
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import load_graph
+from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.inputs import RECORDS_COMPONENT, apply_order
-from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.ownership import inventory_id, with_inventory
 from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
 from dynamo_infra.render.goyaml import marshal

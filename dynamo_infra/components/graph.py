@@ -22,7 +22,7 @@ from dynamo_infra.components.scaling import ScalingAdapter
 from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource
-from dynamo_infra.reconcile.kube import object_key, stub
+from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.reconcile.takeover import merged_take_overs
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION

@@ -17,8 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, PROGRAM_USER_AGENT, KubeClient, KubeError
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import FIELD_MANAGER, PROGRAM_USER_AGENT, KubeClient
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.ownership import owner_of, stack_of
 from dynamo_infra.reconcile.takeover import DGD_KIND, DYNAMO_API_VERSIONS
 from dynamo_infra.render.names import ANNOTATION_CURRENT_WORKER_HASH

@@ -33,8 +33,8 @@ from dynamo_infra.components.platform_plan import (
     plan_platform,
 )
 from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import PROGRAM_USER_AGENT, KubeClient
 from dynamo_infra.render.agent import AGENT_NAME
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"

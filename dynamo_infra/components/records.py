@@ -13,7 +13,7 @@ from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.args import stack_id
 from dynamo_infra.components.takeover import TakingOverResource
-from dynamo_infra.reconcile.kube import object_key, stub
+from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.autoscaling import scale_target

@@ -9,7 +9,7 @@ import pulumi
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.args import stack_id
 from dynamo_infra.components.takeover import TakingOverResource
-from dynamo_infra.reconcile.kube import object_key
+from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 
 

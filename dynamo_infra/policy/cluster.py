@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.policy.gpus import ClusterGpus, cluster_gpus
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
 
 # The DRA API whose ResourceSlices publish devices (GA in Kubernetes 1.34).
 RESOURCE_API = "resource.k8s.io/v1"

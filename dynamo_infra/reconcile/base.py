@@ -26,7 +26,7 @@ from pulumi.dynamic import ReadResult, ResourceProvider
 from dynamo_infra.errors import DynamoInfraError
 
 if TYPE_CHECKING:
-    from dynamo_infra.reconcile.kube import KubeClient
+    from dynamo_infra.kube.client import KubeClient
 
 # How often a wait polls the cluster.
 POLL_INTERVAL_S = 1.0
@@ -88,9 +88,15 @@ class Inputs:
 
     def client(self) -> KubeClient:
         """A client for this call (decision 10: never kept on the provider)."""
-        from dynamo_infra.reconcile import connection, kube  # here: Check and Diff stay light (module doc)
+        # Here: Check and Diff stay light (module doc).
+        from dynamo_infra.kube import client, connection
+        from dynamo_infra.render import rbac
 
-        return kube.KubeClient(connection.load(self.kubeconfig, self.context or None))
+        def may_watch(group: str, plural: str) -> bool:
+            # What the least-privilege Role grants is all the providers may count on (`dynamo-infra rbac`).
+            return rbac.covers(group, plural, "list") and rbac.covers(group, plural, "watch")
+
+        return client.KubeClient(connection.load(self.kubeconfig, self.context or None), may_watch=may_watch)
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
@@ -116,11 +122,13 @@ def await_until(
     timeout: float,
     expired: Callable[[T], DynamoInfraError],
     progress: Callable[[T, float], str] | None = None,
+    wait: Callable[[T, float], None] | None = None,
 ) -> T:
-    """Poll with `fetch` until `done`; raise `expired(last seen)` after `timeout` seconds.
+    """Look again with `fetch` until `done`; raise `expired(last seen)` after `timeout` seconds.
 
     `current` is what was last seen (no request is made for it); `progress(last, elapsed)` is
-    logged every PROGRESS_EVERY_S.
+    logged every PROGRESS_EVERY_S. Between looks, `wait(last seen, at most seconds)` returns when
+    something may have changed (a watch), or the loop sleeps POLL_INTERVAL_S.
     """
     start = time.monotonic()
     next_report = start + PROGRESS_EVERY_S
@@ -131,7 +139,10 @@ def await_until(
         if progress is not None and now >= next_report:
             log(progress(current, now - start))
             next_report = now + PROGRESS_EVERY_S
-        time.sleep(POLL_INTERVAL_S)
+        if wait is None:
+            time.sleep(POLL_INTERVAL_S)
+        else:
+            wait(current, max(min(start + timeout, next_report) - now, POLL_INTERVAL_S))
         current = fetch()
     return current
 

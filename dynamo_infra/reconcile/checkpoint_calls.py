@@ -9,9 +9,10 @@ from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.kube.client import FIELD_MANAGER, KubeClient, stub
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
 from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import checkpoint as ck
 

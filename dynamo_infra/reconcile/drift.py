@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import FIELD_MANAGER
+from dynamo_infra.kube.client import FIELD_MANAGER
 
 # What a changed field is said to be owned by when no other manager's entry covers it (a field
 # removed, or written by an update that records no manager).

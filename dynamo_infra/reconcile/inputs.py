@@ -80,7 +80,7 @@ class ClaimInputs(Inputs):
 
     @property
     def stub(self) -> Manifest:
-        from dynamo_infra.reconcile.kube import stub  # here: Check and Diff stay light
+        from dynamo_infra.kube.client import stub  # here: Check and Diff stay light
 
         return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
 
@@ -123,7 +123,7 @@ class CheckpointInputs(Inputs):
 
     @property
     def job_stub(self) -> Manifest:
-        from dynamo_infra.reconcile.kube import stub  # here: Check and Diff stay light
+        from dynamo_infra.kube.client import stub  # here: Check and Diff stay light
 
         return stub("batch/v1", "Job", self.namespace, meta(self.job)["name"])
 

@@ -7,7 +7,7 @@ import datetime
 from dataclasses import replace
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.render.records import PLANNER_STATUS_KEY, graph_record_status
 from dynamo_infra.render.status import ComponentStatus, component_status
 

@@ -14,7 +14,7 @@ import hashlib
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
+from dynamo_infra.kube.client import FIELD_MANAGER, KubeClient
 from dynamo_infra.reconcile.takeover import DCD_KIND, DGD_KIND, OperatorGraph, operator_owners
 
 # Label on every object a provider applies: which resource (namespace/graph/component) owns it,

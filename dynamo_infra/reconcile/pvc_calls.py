@@ -8,6 +8,7 @@ from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
+from dynamo_infra.kube.client import KubeClient, object_key
 from dynamo_infra.reconcile.base import (
     DELETE_TIMEOUT_S,
     AwaitTimeout,
@@ -17,7 +18,6 @@ from dynamo_infra.reconcile.base import (
     log,
 )
 from dynamo_infra.reconcile.inputs import ClaimInputs
-from dynamo_infra.reconcile.kube import KubeClient, object_key
 from dynamo_infra.reconcile.takeover import (
     OperatorGraph,
     TakeOver,

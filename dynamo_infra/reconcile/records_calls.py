@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import KubeClient, object_key, stub
 from dynamo_infra.reconcile.base import log
 from dynamo_infra.reconcile.inputs import RecordsInputs
-from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
 from dynamo_infra.reconcile.observe import component_statuses, record_status
 from dynamo_infra.reconcile.ownership import (
     ForeignObject,

@@ -18,10 +18,11 @@ from __future__ import annotations
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import KubeClient, stub
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed, owner_id
 from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, stub
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
 from dynamo_infra.render import snapshot as sn
 

@@ -33,7 +33,8 @@ from typing import Any, TypeVar
 from dynamo_infra.api import v1alpha1, v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.kube import Conflict, KubeClient, KubeError, stub
+from dynamo_infra.kube.client import KubeClient, stub
+from dynamo_infra.kube.errors import Conflict, KubeError
 from dynamo_infra.render.names import LABEL_GRAPH
 
 DGD_KIND = "DynamoGraphDeployment"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_until
-from dynamo_infra.reconcile.kube import KubeClient, KubeError, object_key, stub
+from dynamo_infra.kube.client import KubeClient, object_key, stub
+from dynamo_infra.kube.errors import KubeError
+from dynamo_infra.kube.watch import resource_version
+from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, POLL_INTERVAL_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.render.status import ComponentStatus
@@ -146,10 +149,25 @@ def read_live(client: KubeClient, keys: list[str], known: dict[str, Manifest]) -
 def await_ready(
     client: KubeClient, objects: dict[str, Manifest], timeout: float, label: str
 ) -> ComponentStatus:
-    """Poll until every object is ready; raise AwaitTimeout naming what is not."""
+    """Wait until every object is ready; raise AwaitTimeout naming what is not.
+
+    Between looks the client watches the first object that is not ready (the component cannot be
+    ready before it changes), where it may watch; otherwise it looks again every POLL_INTERVAL_S.
+    """
+    live = read_live(client, list(objects), objects)
 
     def fetch() -> ComponentStatus:
-        return observed_status(read_live(client, list(objects), objects))
+        nonlocal live
+        live = read_live(client, list(objects), objects)
+        return observed_status(live)
+
+    def wait(_status: ComponentStatus, seconds: float) -> None:
+        key = next((k for k, o in live.items() if not observed_status({k: o}).ready), None)
+        if key is None or not client.watches(objects[key]):
+            time.sleep(POLL_INTERVAL_S)
+            return
+        seen = resource_version(live[key])
+        client.wait_for(objects[key], lambda now: resource_version(now) != seen, seconds, POLL_INTERVAL_S)
 
     def expired(status: ComponentStatus) -> AwaitTimeout:
         return AwaitTimeout(f"{label}: not ready after {timeout:.0f}s: {status.message or status.reason}")
@@ -158,7 +176,15 @@ def await_ready(
         ready, replicas = status.ready_replicas or 0, status.replicas or 0
         return f"{label}: waiting for readiness ({ready}/{replicas} replicas ready)"
 
-    return await_until(fetch(), fetch, lambda s: s.ready, timeout=timeout, expired=expired, progress=progress)
+    return await_until(
+        observed_status(live),
+        fetch,
+        lambda s: s.ready,
+        timeout=timeout,
+        expired=expired,
+        progress=progress,
+        wait=wait,
+    )
 
 
 def delete_objects(

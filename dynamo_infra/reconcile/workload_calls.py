@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.reconcile.base import await_skipped, await_timeout, log
 from dynamo_infra.reconcile.drift import drift_lines, drifted
 from dynamo_infra.reconcile.inputs import WORKLOAD_KINDS, WorkloadInputs, apply_order
-from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import refuse_foreign, with_inventory
 from dynamo_infra.reconcile.records_calls import record_replicas

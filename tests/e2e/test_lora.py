@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.render import lora
 from dynamo_infra.render.agent import AGENT_NAME, agent_objects
 from tests.conftest import REPO

@@ -22,8 +22,8 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.integration.conftest import copy_project, make_stack, unique

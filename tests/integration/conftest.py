@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.harness import copy_project, fresh_namespace, kube_client, make_stack, unique
 from tools.localcluster import LocalCluster
 

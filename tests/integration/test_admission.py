@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.harness import make_stack, preview_failure, unique
 from tools.localcluster import LocalCluster
 

@@ -24,8 +24,8 @@ import yaml
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.crd_files import crd_documents
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, installable
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient, object_key, stub
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_objects
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION

@@ -21,7 +21,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import stub
+from dynamo_infra.kube.client import stub
 from tests.integration.harness import GraphStack, graph_stack
 from tools.localcluster import LocalCluster
 

@@ -21,9 +21,9 @@ import yaml
 
 from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
-from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.checkpoint import capture_job
 from tests.conftest import CORPUS, DATA

@@ -18,7 +18,7 @@ import yaml
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.cli import main as cli
-from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
+from dynamo_infra.kube.client import KubeClient, object_key, stub
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, INVENTORY_LABEL
 from dynamo_infra.render.names import ANNOTATION_CURRENT_WORKER_HASH
 from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION

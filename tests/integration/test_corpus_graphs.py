@@ -19,7 +19,8 @@ from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components import load_graph
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
+from dynamo_infra.kube.client import FIELD_MANAGER, KubeClient
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import load_corpus

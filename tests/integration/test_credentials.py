@@ -21,8 +21,9 @@ import httpx
 import pytest
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.kube import KubeClient, KubeError
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.kube.errors import KubeError
 from tests.conftest import DATA
 from tests.integration.harness import copy_project, make_stack, unique, up
 from tools import localpki

@@ -17,7 +17,7 @@ import yaml
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, crd_stub
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.faults import KILL, RESTART, run_faults
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.harness import unique
 from tools.localcluster import LocalCluster
 

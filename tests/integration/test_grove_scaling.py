@@ -17,7 +17,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import USER_AGENT
+from dynamo_infra.kube.client import USER_AGENT
 from tests.conftest import DATA
 from tests.integration.harness import GROVE, GraphStack, graph_stack, play_grove, preview_failure
 from tools.localcluster import LocalCluster

@@ -13,7 +13,7 @@ from pathlib import Path
 from pulumi import automation as auto
 
 from benchmarks.faults import kill_plugins_of
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import DATA
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.harness import destroy, make_stack, namespace_object, unique, up
 from tools.localcluster import LocalCluster
 

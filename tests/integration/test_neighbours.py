@@ -18,7 +18,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT, KubeClient, object_key
+from dynamo_infra.kube.client import PROGRAM_USER_AGENT, USER_AGENT, KubeClient, object_key
 from dynamo_infra.reconcile.takeover import DGD_KIND, OPERATOR_FIELD_MANAGERS
 from dynamo_infra.render.records import RECORD_API_VERSION
 from tests.conftest import DATA

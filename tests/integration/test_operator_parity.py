@@ -23,7 +23,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.crd_files import crd_documents
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import KubeClient, object_key
+from dynamo_infra.kube.client import KubeClient, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.context import GraphContext

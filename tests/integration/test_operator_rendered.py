@@ -20,7 +20,7 @@ import pytest
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.crd_files import crd_documents
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR, installable
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import CORPUS, REPO
 from tests.integration.harness import kube_client, namespace_object
 from tests.operator_rendered import DCD, Case, Ours, cases, compare, refusal_problems

@@ -24,7 +24,7 @@ from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, crd_stub, installable
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import TAIL, graphs_kubeconfig, kube_client, unique
 from tools.localcluster import LocalCluster

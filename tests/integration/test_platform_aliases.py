@@ -13,7 +13,7 @@ from pulumi import automation as auto
 
 from dynamo_infra.components.platform import PLATFORM_TYPE
 from dynamo_infra.components.platform_plan import LEGACY_PLATFORM_NAME
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.integration.conftest import make_stack, unique
 from tools.localcluster import LocalCluster
 

@@ -22,7 +22,7 @@ import yaml
 
 from dynamo_infra.cli.main import EXIT_OK, main
 from dynamo_infra.cli.preview_markdown import GITHUB_COMMENT_LIMIT, HIDDEN
-from dynamo_infra.reconcile.kube import KubeClient
+from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import admission_off, copy_project, kube_client, make_stack, unique
 from tools import toolchain

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from pulumi import automation as auto
 
-from dynamo_infra.reconcile.kube import PROGRAM_USER_AGENT, USER_AGENT
+from dynamo_infra.kube.client import PROGRAM_USER_AGENT, USER_AGENT
 from tests.conftest import DATA
 from tests.integration.harness import GraphStack, admission_off, graph_stack, preview_failure
 from tools.localcluster import LocalCluster

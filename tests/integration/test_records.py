@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.reconcile.kube import stub
+from dynamo_infra.kube.client import stub
 from dynamo_infra.reconcile.takeover import OPERATOR_FINALIZER
 from tests.conftest import DATA
 from tests.integration.harness import GraphStack, graph_stack

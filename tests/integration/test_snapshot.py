@@ -18,9 +18,9 @@ import yaml
 from dynamo_infra.api import v1beta1
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
-from dynamo_infra.reconcile.kube import KubeClient
 from dynamo_infra.render import render_graph
 from dynamo_infra.render import snapshot as sn
 from tests.conftest import CORPUS

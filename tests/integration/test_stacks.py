@@ -35,8 +35,8 @@ from dynamo_infra.components import load_graph
 from dynamo_infra.components.crd_files import crd_documents
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT_CRD_DIR
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.kube.client import KubeClient, object_key
 from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
-from dynamo_infra.reconcile.kube import KubeClient, object_key
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
 from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT

@@ -38,7 +38,7 @@ from dynamo_infra.api import v1alpha1, v1beta1
 from dynamo_infra.api.conversion import convert_to
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.platform_plan import crd_stub, without_descriptions
-from dynamo_infra.reconcile.kube import KubeClient, object_key, stub
+from dynamo_infra.kube.client import KubeClient, object_key, stub
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
 from dynamo_infra.reconcile.takeover import (
     DCD_KIND,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient
+from dynamo_infra.kube.client import FIELD_MANAGER, KubeClient
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster
 

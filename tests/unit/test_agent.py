@@ -16,8 +16,8 @@ from dynamo_infra.agent.scale import adapter_changes, scale_requests
 from dynamo_infra.agent.status import RecordError, components_of, recorded
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.cli.main import parser
-from dynamo_infra.reconcile.connection import KubeconfigError, from_environment, in_cluster
-from dynamo_infra.reconcile.kube import KubeError
+from dynamo_infra.kube.connection import KubeconfigError, from_environment, in_cluster
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION
 

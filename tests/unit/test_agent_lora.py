@@ -11,8 +11,8 @@ import httpx
 import kopf
 
 from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent, register
-from dynamo_infra.reconcile.connection import Connection
-from dynamo_infra.reconcile.kube import KubeError
+from dynamo_infra.kube.connection import Connection
+from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.render import lora
 
 BASE = "base/model"

@@ -17,7 +17,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components import Ownership, PlatformArgs, plan_graph, plan_platform
 from dynamo_infra.components.records import records_props
 from dynamo_infra.config import AgentOptions, ClusterOptions
-from dynamo_infra.reconcile.kube import object_key, stub
+from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from dynamo_infra.reconcile import connection
-from dynamo_infra.reconcile.exec_credential import (
+from dynamo_infra.kube import connection
+from dynamo_infra.kube.client import KubeClient, proxied_from_environment
+from dynamo_infra.kube.exec_credential import (
     EXPIRY_MARGIN_S,
     Credential,
     ExecCredentialError,
     ExecPlugin,
 )
-from dynamo_infra.reconcile.kube import KubeClient, proxied_from_environment
+from dynamo_infra.kube.kubeconfig import with_absolute_paths
 
 V1 = "client.authentication.k8s.io/v1"
 
@@ -228,7 +229,7 @@ def test_relative_paths_made_absolute_for_content_read_elsewhere(tmp_path: Path)
     user = {"client-certificate": "pki/u.crt", "client-key": str(tmp_path / "pki" / "u.key"), "tokenFile": "~/tok",
             "exec": {"apiVersion": V1, "command": "bin/plugin", "args": ["rel/arg"]}}  # fmt: skip
     text = kubeconfig(user, {"certificate-authority": "pki/ca.crt"})
-    out = connection.with_absolute_paths(text, tmp_path)
+    out = with_absolute_paths(text, tmp_path)
     conn = connection.parse(out)  # read from no folder: the paths hold
     assert (conn.ca_pem, conn.client_cert_pem, conn.client_key_pem) == (b"ca.crt", b"u.crt", b"u.key")
     assert conn.plugin is not None and conn.plugin.command == str(tmp_path / "bin" / "plugin")
@@ -237,8 +238,8 @@ def test_relative_paths_made_absolute_for_content_read_elsewhere(tmp_path: Path)
     again = connection.parse(out).exec_config
     assert again is not None and again["command"] == str(tmp_path / "bin" / "plugin")
     absolute = kubeconfig({"token": "t"}, {"certificate-authority": "/etc/ca.crt"})
-    assert connection.with_absolute_paths(absolute, tmp_path) is absolute  # unchanged, byte for byte
-    assert connection.with_absolute_paths("{not yaml", tmp_path) == "{not yaml"
+    assert with_absolute_paths(absolute, tmp_path) is absolute  # unchanged, byte for byte
+    assert with_absolute_paths("{not yaml", tmp_path) == "{not yaml"
 
 
 def test_invalid_pem_is_named_not_quoted() -> None:

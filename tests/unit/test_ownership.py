@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile import base
-from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, ForeignObject, foreign_owner
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 

@@ -16,7 +16,7 @@ from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.records import records_props
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import object_key
+from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.observe import record_status
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.gpu_shape import PodSet, container_gpus, pod_scalar_gpus, pod_set_gpus

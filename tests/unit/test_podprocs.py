@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dynamo_infra.reconcile.connection import Connection
+from dynamo_infra.kube.connection import Connection
 from tools.kubelet import PodProcessError, expand, field_value, relocate
 from tools.podprocs import (
     MOUNT_SCRIPT,

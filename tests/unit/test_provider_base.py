@@ -35,7 +35,7 @@ HEAVY = (
     "httpx",
     "yaml",
     "pydantic",
-    "dynamo_infra.reconcile.kube",
+    "dynamo_infra.kube",
     "dynamo_infra.render",
     "dynamo_infra.api.v1beta1",
     "dynamo_infra.reconcile.workload_calls",

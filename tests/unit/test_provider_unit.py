@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from dynamo_infra.reconcile import connection
+from dynamo_infra.kube import connection
 from dynamo_infra.reconcile.inputs import apply_order
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.reconcile.workload import project

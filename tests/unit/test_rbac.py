@@ -13,7 +13,7 @@ from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.reconcile.kube import forbidden_message
+from dynamo_infra.kube.errors import forbidden_message
 from dynamo_infra.render import rbac, render_graph
 from dynamo_infra.render.autoscaling import autoscaler_object
 from dynamo_infra.render.checkpoint import capture_job

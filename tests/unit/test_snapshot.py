@@ -13,10 +13,10 @@ import pytest
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.releases import SNAPSHOT_API_CHECKPOINTS, V1_5_0
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile import base, snapshot_calls
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
-from dynamo_infra.reconcile.kube import object_key
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render import checkpoint as ck
 from dynamo_infra.render import snapshot as sn

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import object_key
+from dynamo_infra.kube.errors import Conflict, KubeError
 from dynamo_infra.reconcile import base
-from dynamo_infra.reconcile.kube import Conflict, KubeError, object_key
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL, ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider

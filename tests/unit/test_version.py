@@ -9,7 +9,7 @@ import pytest
 
 import dynamo_infra
 from dynamo_infra.agent import app, lora
-from dynamo_infra.reconcile import kube
+from dynamo_infra.kube import client as kube
 from tests.conftest import REPO
 from tools import serving
 

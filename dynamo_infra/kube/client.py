@@ -1,15 +1,16 @@
-"""A small Kubernetes REST client: discovery, server-side apply, get, list, delete. Counts its requests."""
+"""A small Kubernetes REST client: discovery, server-side apply, get, list, delete, waits that watch.
+Counts its requests."""
 
 from __future__ import annotations
 
 import collections
 import ipaddress
 import json
-import re
 import ssl
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,9 +18,18 @@ import httpx
 
 from dynamo_infra import __version__
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.connection import Connection, KubeconfigError
-from dynamo_infra.reconcile.exec_credential import Credential
+from dynamo_infra.kube import retry, watch
+from dynamo_infra.kube.connection import Connection
+from dynamo_infra.kube.errors import (
+    DENIED,
+    Conflict,
+    Forbidden,
+    KubeconfigError,
+    KubeError,
+    NotFound,
+    forbidden_message,
+)
+from dynamo_infra.kube.exec_credential import Credential
 
 # Field manager of every server-side apply we make.
 FIELD_MANAGER = "dynamo-infra"
@@ -31,93 +41,15 @@ PROGRAM_USER_AGENT = f"dynamo-infra-program/{__version__}"
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Per-request timeout against the API server.
 REQUEST_TIMEOUT_S = 30.0
-# A wait for a deletion looks again after this long, then twice as long each time up to its poll
-# interval (most objects are gone within milliseconds; a Deployment's pods take longer).
-FIRST_DELETE_POLL_S = 0.02
+# A watch's read may be this much longer than its `timeoutSeconds` before it counts as broken.
+WATCH_READ_MARGIN_S = 10.0
 # Where a client asks who it is (allowed to every authenticated identity).
 SELF_REVIEW_PATH = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-# Transient failures (connection refused, 429, 5xx) are retried this many times, with backoff.
-RETRIES = 5
+# Statuses after which this client stops trying watches and polls (the identity may not watch).
+WATCH_REFUSED = frozenset({401, 403, 405})
 
-
-class KubeError(DynamoInfraError):
-    """An API request failed. `status` is the HTTP status (0 when the server was unreachable)."""
-
-    def __init__(
-        self,
-        message: str,
-        status: int = 0,
-        reason: str = "",
-        details: Manifest | None = None,
-        *,
-        method: str = "",
-        path: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.details = details or {}
-        # The request that failed (empty when the failure is not one request's).
-        self.method = method
-        self.path = path
-
-
-class NotFound(KubeError):
-    pass
-
-
-class Forbidden(KubeError):
-    """The identity lacks a permission; the message names the verb, the resource, the namespace and the
-    identity, and the Role to add it to (`dynamo_infra.render.rbac`)."""
-
-
-# Where the API server's 403 message names the identity and the denied attributes (RBAC's wording).
-_DENIED = re.compile(
-    r'User "(?P<user>[^"]*)" cannot (?P<verb>\S+) resource "(?P<resource>[^"]+)"'
-    r'(?: in API group "(?P<group>[^"]*)")?(?: in the namespace "(?P<namespace>[^"]+)")?'
-)
-# Request paths of resources: /api/v1/... or /apis/<group>/<version>/..., then the namespace, the
-# plural, the name and the subresource.
-_RESOURCE_PATH = re.compile(
-    r"^/(?:api/[^/]+|apis/(?P<group>[^/]+)/[^/]+)(?:/namespaces/(?P<namespace>[^/]+))?"
-    r"/(?P<plural>[^/]+)(?:/(?P<name>[^/]+)(?:/(?P<sub>[^/]+))?)?$"
-)
-# Verbs Kubernetes authorizes per HTTP method (on one object; a GET of a collection is `list`).
-_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-def forbidden_message(method: str, path: str, server_message: str, identity: str = "") -> str:
-    """What a 403 means for us: `verb` on `plural.group[/subresource]` in a namespace (or the cluster),
-    as whom, and where to add it. The API server's own message is preferred; the request fills gaps
-    (a server-side apply that would create an object is denied `create` with no wording of its own)."""
-    denied = _DENIED.search(server_message)
-    at = _RESOURCE_PATH.match(path.split("?")[0])
-    group = (denied and denied["group"]) or (at and at["group"]) or ""
-    namespace = (denied and denied["namespace"]) or (at and at["namespace"]) or ""
-    if denied:
-        verb, resource = denied["verb"], denied["resource"]
-    else:
-        plural, name, sub = (at["plural"], at["name"], at["sub"]) if at else (path, None, None)
-        verb = "list" if method == "GET" and not name else _VERBS.get(method, method.lower())
-        # Server-side apply is authorized as `patch`, and also as `create` when the object is new.
-        if method == "PATCH" and not sub:
-            verb = "create"
-        resource = f"{plural}/{sub}" if sub else plural
-    plural, _, sub = resource.partition("/")
-    qualified = f"{plural}.{group}" if group else plural
-    if sub:
-        qualified += f"/{sub}"
-    user = (denied and denied["user"]) or identity or "the kubeconfig's identity"
-    where = f"in namespace `{namespace}`" if namespace else "at the cluster scope"
-    role = "Role" if namespace else "ClusterRole"
-    return (
-        f"forbidden: dynamo-infra needs `{verb}` on `{qualified}` {where} (as {user}): add it to the "
-        f"{role} (`dynamo-infra rbac` prints the least-privilege one) [{method} {path}]"
-    )
-
-
-class Conflict(KubeError):
-    """A write lost: another field manager owns a field we apply, or the object changed since it was read."""
+# Whether the client may watch a resource (API group, plural): the default tries every one.
+MayWatch = Callable[[str, str], bool]
 
 
 @dataclass(frozen=True)
@@ -172,9 +104,14 @@ def _verify_failure(error: BaseException) -> ssl.SSLCertVerificationError | None
 
 
 class KubeClient:
-    def __init__(self, conn: Connection, user_agent: str = USER_AGENT) -> None:
+    def __init__(
+        self, conn: Connection, user_agent: str = USER_AGENT, *, may_watch: MayWatch | None = None
+    ) -> None:
         self.conn = conn
         self.user_agent = user_agent
+        # Which resources waits watch (the others are polled); None: all, until a watch is refused.
+        self.may_watch = may_watch
+        self._watch_refused = False
         self._lock = threading.Lock()
         # Read now, so a kubeconfig whose credential cannot be had fails before the first request.
         credential = conn.credential()
@@ -233,7 +170,6 @@ class KubeClient:
             data = json.dumps(body).encode()
         extensions = {"sni_hostname": self.conn.tls_server_name} if self.conn.tls_server_name else None
         credential, renewed = self.conn.credential(), False
-        delay = 0.2
         attempt = 0
         while True:
             headers.pop("Authorization", None)
@@ -252,13 +188,12 @@ class KubeClient:
                         f"failed verification ({untrusted.verify_message}); check the kubeconfig cluster's "
                         "certificate-authority and tls-server-name"
                     ) from e
-                if attempt == RETRIES:
+                if attempt == retry.RETRIES:
                     raise KubeError(
                         f"{method} {path}: API server unreachable at {self.conn.server} ({type(e).__name__})"
                     ) from e
                 attempt += 1
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                time.sleep(retry.backoff(attempt))
                 continue
             if resp.status_code == 401 and not renewed:
                 # As client-go: a refused credential is renewed once (an exec plugin runs again).
@@ -267,10 +202,10 @@ class KubeClient:
                 if fresh is not None:
                     credential = fresh
                     continue
-            if resp.status_code in (429, 500, 502, 503, 504) and attempt < RETRIES:
+            if retry.retried(resp.status_code, method, content_type) and attempt < retry.RETRIES:
                 attempt += 1
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
+                wait = retry.retry_after(resp.headers.get("Retry-After"))
+                time.sleep(retry.backoff(attempt) if wait is None else wait)
                 continue
             return self._result(method, path, resp)
 
@@ -295,7 +230,7 @@ class KubeClient:
         details = payload.get("details") or {}
         err = f"{method} {path}: {resp.status_code} {reason}: {message}"
         if resp.status_code == 403 and path != SELF_REVIEW_PATH:
-            who = "" if _DENIED.search(str(message)) else self.identity()
+            who = "" if DENIED.search(str(message)) else self.identity()
             raise Forbidden(
                 forbidden_message(method, path, str(message), who),
                 403,
@@ -442,13 +377,74 @@ class KubeClient:
             return False
         return True
 
+    def events(self, path: str, params: dict[str, str], seconds: int) -> Iterator[Manifest]:
+        """The watch events of the collection at `path` for up to `seconds` (its `timeoutSeconds`)."""
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        credential = self.conn.credential()
+        if credential.token:
+            headers["Authorization"] = f"Bearer {credential.token}"
+        extensions = {"sni_hostname": self.conn.tls_server_name} if self.conn.tls_server_name else None
+        query = {**params, "watch": "1", "allowWatchBookmarks": "true", "timeoutSeconds": str(seconds)}
+        timeout = httpx.Timeout(REQUEST_TIMEOUT_S, read=seconds + WATCH_READ_MARGIN_S)
+        self.requests["WATCH"] += 1
+        try:
+            with self._http_for(credential).stream(
+                "GET", path, params=query, headers=headers, extensions=extensions, timeout=timeout
+            ) as resp:
+                if resp.status_code == watch.GONE:
+                    raise watch.Gone()
+                if resp.status_code != 200:
+                    raise watch.WatchUnavailable(f"watch {path}: {resp.status_code}", resp.status_code)
+                for line in resp.iter_lines():
+                    if line.strip():
+                        yield json.loads(line)
+        except (httpx.HTTPError, ValueError) as e:
+            raise watch.WatchUnavailable(f"watch {path}: {type(e).__name__}") from e
+
+    def watches(self, obj: Manifest) -> bool:
+        """Whether waits for this object watch it (else they poll)."""
+        if self._watch_refused:
+            return False
+        if self.may_watch is None:
+            return True
+        info = self.resource(obj["apiVersion"], obj["kind"])
+        return self.may_watch(info.api_version.rpartition("/")[0], info.plural)
+
+    def wait_for(
+        self,
+        obj: Manifest,
+        until: Callable[[Manifest | None], bool],
+        timeout: float,
+        poll: float = 1.0,
+    ) -> tuple[bool, Manifest | None]:
+        """Whether `until(the object, or None when absent)` holds within `timeout`, and the object as
+        last seen: watched (`dynamo_infra.kube.watch`), or polled every `poll` seconds at most when the
+        resource may not be watched or the watch fails."""
+        info, ns, name = self._info(obj)
+        selector = {"fieldSelector": f"metadata.name={name}"}
+        typed = {"apiVersion": info.api_version, "kind": info.kind}
+
+        def list_named() -> Manifest:
+            try:
+                listing = self.request("GET", info.path(ns), params=selector)
+            except Forbidden as e:
+                raise watch.WatchUnavailable(str(e), 403) from e
+            listing["items"] = [{**typed, **item} for item in listing.get("items") or []]
+            return listing
+
+        def events(version: str, seconds: int) -> Iterator[Manifest]:
+            for event in self.events(info.path(ns), {**selector, "resourceVersion": version}, seconds):
+                if isinstance(event.get("object"), dict) and event.get("type") != "ERROR":
+                    event["object"] = {**typed, **event["object"]}
+                yield event
+
+        target = watch.Target(list_named=list_named, events=events, get=lambda: self.get(obj))
+        met, last, failed = watch.wait_for(target, until, timeout, poll=poll, watch=self.watches(obj))
+        if failed is not None and failed.status in WATCH_REFUSED:
+            self._watch_refused = True
+        return met, last
+
     def wait_deleted(self, obj: Manifest, timeout: float, poll: float = 0.5) -> bool:
-        """Whether the object is gone within `timeout` (looked at with growing pauses up to `poll`)."""
-        deadline = time.monotonic() + timeout
-        pause = min(FIRST_DELETE_POLL_S, poll)
-        while time.monotonic() < deadline:
-            if self.get(obj) is None:
-                return True
-            time.sleep(pause)
-            pause = min(pause * 2, poll)
-        return self.get(obj) is None
+        """Whether the object is gone within `timeout` (watched; polled with growing pauses up to `poll`
+        when it cannot be)."""
+        return self.wait_for(obj, lambda live: live is None, timeout, poll)[0]

@@ -14,20 +14,12 @@ from typing import Any
 
 import yaml
 
-from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.reconcile.exec_credential import Credential, ExecCredentialError, ExecPlugin, cluster_info
+from dynamo_infra.kube import kubeconfig
+from dynamo_infra.kube.errors import KubeconfigError as KubeconfigError
+from dynamo_infra.kube.exec_credential import Credential, ExecCredentialError, ExecPlugin, cluster_info
 
 # Where a pod's service-account token and the cluster's CA are mounted (in-cluster configuration).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-# Kubeconfig fields holding a file path, by section.
-PATH_FIELDS = {
-    "clusters": ("certificate-authority",),
-    "users": ("client-certificate", "client-key", "tokenFile"),
-}
-
-
-class KubeconfigError(DynamoInfraError, ValueError):
-    """The kubeconfig cannot be used; the message never contains credential values."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +148,12 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
         raise KubeconfigError("kubeconfig is not valid YAML") from None
     if not isinstance(cfg, dict):
         raise KubeconfigError("kubeconfig must be a mapping")
+    return from_config(cfg, context, base_dir)
+
+
+def from_config(cfg: dict[str, Any], context: str | None = None, base_dir: Path | None = None) -> Connection:
+    """Connection for `context` (default: current-context) of a parsed kubeconfig; relative paths
+    against `base_dir`."""
     name = context or cfg.get("current-context")
     if not name:
         raise KubeconfigError("kubeconfig has no current-context and no context was given")
@@ -193,34 +191,6 @@ def parse(text: str, context: str | None = None, base_dir: Path | None = None) -
         token_file=str(_resolve(user["tokenFile"], base_dir)) if user.get("tokenFile") else "",
         plugin=plugin,
     )
-
-
-def with_absolute_paths(text: str, base_dir: Path) -> str:
-    """The kubeconfig text of a file in `base_dir` with its relative paths (files, exec commands with a
-    path separator) made absolute, so its content reads the same from anywhere; unchanged when it has
-    none (or cannot be parsed: `parse` says why)."""
-    try:
-        cfg = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if not isinstance(cfg, dict):
-        return text
-    changed = False
-    for section, keys in PATH_FIELDS.items():
-        for item in cfg.get(section) or []:
-            entry = item.get(section[:-1]) if isinstance(item, dict) else None
-            if not isinstance(entry, dict):
-                continue
-            exec_config = entry.get("exec") if section == "users" else None
-            fields = [(entry, k) for k in keys]
-            if isinstance(exec_config, dict) and os.sep in str(exec_config.get("command", "")):
-                fields.append((exec_config, "command"))
-            for holder, k in fields:
-                value = holder.get(k)
-                if isinstance(value, str) and value and not Path(value).expanduser().is_absolute():
-                    holder[k] = str(base_dir / value)
-                    changed = True
-    return yaml.safe_dump(cfg, sort_keys=False) if changed else text
 
 
 def load(source: str, context: str | None = None) -> Connection:
@@ -261,7 +231,13 @@ def in_cluster(env: dict[str, str] | None = None, account_dir: Path = SERVICE_AC
 
 
 def from_environment(env: dict[str, str] | None = None) -> Connection:
-    """$KUBECONFIG's first file (current context) when set, else the in-cluster configuration."""
+    """$KUBECONFIG's files merged as kubectl merges them (`kubeconfig.merge`; current context) when it
+    is set, else the in-cluster configuration."""
     env = dict(os.environ) if env is None else env
-    path = next((p for p in env.get("KUBECONFIG", "").split(os.pathsep) if p), "")
-    return load(path) if path else in_cluster(env)
+    paths = kubeconfig.files(env.get("KUBECONFIG", ""))
+    if not paths:
+        return in_cluster(env)
+    cfg = kubeconfig.merge(paths)
+    if cfg is None:
+        raise KubeconfigError(f"none of the KUBECONFIG files exists: {', '.join(map(str, paths))}")
+    return from_config(cfg)
