@@ -21,7 +21,7 @@ up), `job` is empty, and `snapshot_calls` does the work (`check` also fails ever
 cluster does not serve that API, naming what to install).
 
 Inputs: kubeconfig (secret), context, namespace, checkpoint (the DynamoCheckpoint manifest), job
-(its capture Job, rendered by `render.checkpoint.capture_job`), owner (`project/stack/resource`,
+(its capture Job, rendered by `render.features.checkpoint.capture_job`), owner (`project/stack/resource`,
 tells our objects from another stack's), wait (block until Ready), timeoutSeconds.
 Outputs add phase, ready, message, identityHash, checkpointId, checkpointName, jobName, crdApplied.
 
@@ -40,7 +40,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.reconcile.base import Inputs, Provider
 
-# Kinds of the snapshot API (`render.snapshot`) a checkpoint input may be.
+# Kinds of the snapshot API (`render.features.snapshot`) a checkpoint input may be.
 SNAPSHOT_KINDS = ("SnapshotJob", "PodSnapshot")
 
 
@@ -53,7 +53,7 @@ def meta(obj: Manifest | None) -> Manifest:
 class CheckpointInputs(Inputs):
     # The DynamoCheckpoint manifest.
     checkpoint: Manifest = dataclasses.field(default_factory=dict)
-    # Its capture Job (rendered by `render.checkpoint.capture_job`).
+    # Its capture Job (rendered by `render.features.checkpoint.capture_job`).
     job: Manifest = dataclasses.field(default_factory=dict)
     # `project/stack/resource`: tells our objects from another stack's.
     owner: str = ""

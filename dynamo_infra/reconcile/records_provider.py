@@ -67,7 +67,7 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         from dynamo_infra.reconcile import records_calls as calls
-        from dynamo_infra.render.records import DGDSA_KIND
+        from dynamo_infra.render.runtime.records import DGDSA_KIND
 
         previous = [k for k in olds.get("inventory") or [] if f"/{DGDSA_KIND}/" in k]
         taken = dict(olds.get("takenOver") or {})

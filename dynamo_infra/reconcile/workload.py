@@ -12,7 +12,7 @@ from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, AwaitTimeout, await_un
 from dynamo_infra.reconcile.kube import KubeClient, KubeError, object_key, stub
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
-from dynamo_infra.render.status import ComponentStatus
+from dynamo_infra.render.runtime.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"

@@ -21,7 +21,7 @@ from dynamo_infra.components import load_graph
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.reconcile.kube import FIELD_MANAGER, KubeClient, KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import load_corpus
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster

@@ -13,7 +13,7 @@ import kopf
 from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent, register
 from dynamo_infra.reconcile.connection import Connection
 from dynamo_infra.reconcile.kube import KubeError
-from dynamo_infra.render import lora
+from dynamo_infra.render.runtime import lora
 
 BASE = "base/model"
 HASH = lora.model_hash(BASE)
