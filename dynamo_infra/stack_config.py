@@ -19,8 +19,8 @@ from dynamo_infra.graph_source import load_graph
 from dynamo_infra.kube import kubeconfig
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.admission import review_graph
-from dynamo_infra.render.epp import has_epp
+from dynamo_infra.render.checks.admission import review_graph
+from dynamo_infra.render.components.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
 
 # The stack configuration namespace of every key.
@@ -69,7 +69,7 @@ class StackConfig:
     # The agent that carries run-time changes (None: the stack deploys none).
     agent: AgentOptions | None = None
     # The graphs' providers' kubeconfig (from `graphKubeconfig` or `graphKubeconfigPath`: a restricted
-    # identity, see `dynamo_infra.render.rbac`) and context; "" and None: the platform's are used.
+    # identity, see `dynamo_infra.render.runtime.rbac`) and context; "" and None: the platform's are used.
     graph_kubeconfig: str = field(default="", repr=False)
     graph_context: str | None = None
     # A graph creates or uses claims (seen in the render `read_graphs` makes of each graph).
@@ -168,7 +168,7 @@ def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[An
     """The graph files, each admitted as the operator's webhook would with the stack's cluster options
     (unless `cluster.admission` is off) and rendered once: what the webhook or the operator's
     controllers would refuse (a multinode component with no orchestrator, a feature the cluster lacks,
-    a derived name the API server would reject: `render.name_check`) fails here, naming the file and
+    a derived name the API server would reject: `render.checks.name_check`) fails here, naming the file and
     the field, before the program declares anything. With the graphs: whether one creates or uses
     claims."""
     graphs = []

@@ -28,10 +28,10 @@ from dynamo_infra.components import Ownership, PlatformArgs, plan_platform
 from dynamo_infra.components.platform_plan import OWNER_ANNOTATION
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.epp import has_epp
+from dynamo_infra.render.components.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
-from dynamo_infra.render.partial import operator_partial
 from tests.conftest import CORPUS, DATA, REPO, load_corpus
+from tests.partial import operator_partial
 
 RENDERED = CORPUS / "operator-rendered"
 GRAPHS = CORPUS / "graphs"

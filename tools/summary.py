@@ -12,7 +12,7 @@ from pathlib import Path
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.render.names import LABEL_GRAPH
-from dynamo_infra.render.status import object_readiness
+from dynamo_infra.render.runtime.status import object_readiness
 
 # Kinds listed per graph (those the API server does not serve are skipped).
 LISTED_KINDS = (

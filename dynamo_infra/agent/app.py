@@ -35,9 +35,14 @@ from dynamo_infra.kube.client import KubeClient, proxied_from_environment, stub
 from dynamo_infra.kube.connection import Connection, from_environment
 from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.kube.exec_credential import Credential
-from dynamo_infra.render.agent import AGENT_NAME
 from dynamo_infra.render.names import LABEL_GRAPH
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION
+from dynamo_infra.render.runtime.agent import AGENT_NAME
+from dynamo_infra.render.runtime.records import (
+    COMPONENTS_ANNOTATION,
+    DGD_KIND,
+    DGDSA_KIND,
+    RECORD_API_VERSION,
+)
 
 LOG = logging.getLogger("dynamo_infra.agent")
 # Field manager of everything the agent writes.

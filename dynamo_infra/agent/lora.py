@@ -34,8 +34,9 @@ from dynamo_infra.kube.client import KubeClient, stub
 from dynamo_infra.kube.connection import Connection, from_environment
 from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
-from dynamo_infra.render import lora, names
-from dynamo_infra.render.agent import AGENT_NAME
+from dynamo_infra.render import names
+from dynamo_infra.render.runtime import lora
+from dynamo_infra.render.runtime.agent import AGENT_NAME
 
 # Field manager of everything the agent writes.
 FIELD_MANAGER = AGENT_NAME

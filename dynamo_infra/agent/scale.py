@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from dynamo_infra.agent.status import Component
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.render.replicas import REPLICAS_AGENT
+from dynamo_infra.render.runtime.replicas import REPLICAS_AGENT
 
 Log = Callable[[str], None]
 

@@ -15,15 +15,15 @@ from dynamo_infra.agent.errors import AgentError
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube.client import KubeClient, stub
 from dynamo_infra.reconcile.observe import record_status
-from dynamo_infra.render.records import (
+from dynamo_infra.render.runtime.records import (
     COMPONENTS_ANNOTATION,
     DGDSA_KIND,
     PLANNER_STATUS_KEY,
     RECORD_API_VERSION,
     adapter_status,
 )
-from dynamo_infra.render.replicas import REPLICAS_GRAPH
-from dynamo_infra.render.status import READINESS
+from dynamo_infra.render.runtime.replicas import REPLICAS_GRAPH
+from dynamo_infra.render.runtime.status import READINESS
 
 
 class RecordError(AgentError):

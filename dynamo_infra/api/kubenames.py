@@ -1,7 +1,7 @@
 """The API server's rules for object names, label keys and label values (k8s.io/apimachinery
 `validation`), as messages that say which rule a value breaks.
 
-The renderer checks the names it derives with the same rules (`render.name_check`); loading checks
+The renderer checks the names it derives with the same rules (`render.checks.name_check`); loading checks
 what the user wrote: `metadata` of a custom resource here, component names in the version models.
 """
 

@@ -12,7 +12,7 @@ from typing import Any
 from dynamo_infra.api.errors import join_path
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.render import quantity
+from dynamo_infra.render.go import quantity
 
 # Top-level keys that address an object rather than describe it.
 ADDRESS_KEYS = ("apiVersion", "kind")

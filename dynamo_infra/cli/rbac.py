@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dynamo_infra.render.rbac import GRAPHS_NAME, rbac_yaml
+    from dynamo_infra.render.runtime.rbac import GRAPHS_NAME, rbac_yaml
 
     sys.stdout.write(rbac_yaml(args.namespace, args.service_account or GRAPHS_NAME))
     return 0

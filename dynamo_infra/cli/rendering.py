@@ -32,11 +32,11 @@ from dynamo_infra.graph_source import load_graph
 from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.inputs import RECORDS_COMPONENT, apply_order
 from dynamo_infra.reconcile.ownership import inventory_id, with_inventory
-from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
-from dynamo_infra.render.goyaml import marshal
+from dynamo_infra.render.features.autoscaling import autoscaler_object, scale_target
+from dynamo_infra.render.go.goyaml import marshal
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
-from dynamo_infra.render.replicas import REPLICAS_GRAPH
+from dynamo_infra.render.runtime.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
+from dynamo_infra.render.runtime.replicas import REPLICAS_GRAPH
 from dynamo_infra.stack_config import StackConfig
 
 # The program's platform name (its children are named after it).

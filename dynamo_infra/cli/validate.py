@@ -67,8 +67,8 @@ def check_file(path: Path, options: Any) -> list[Finding]:
     from dynamo_infra.cli.stackfile import GRAPHS_KEY
     from dynamo_infra.cli.yamlmarks import compose, locate, syntax_position
     from dynamo_infra.render import render_graph
-    from dynamo_infra.render.admission import review_graph
-    from dynamo_infra.render.name_check import DerivedNameError
+    from dynamo_infra.render.checks.admission import review_graph
+    from dynamo_infra.render.checks.name_check import DerivedNameError
 
     problems: list[Problem] = []
     loaded = None

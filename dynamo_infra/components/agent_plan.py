@@ -1,4 +1,4 @@
-"""plan_agent: the dynamo-infra agent's objects (`render.agent`) as the platform's pulumi-kubernetes
+"""plan_agent: the dynamo-infra agent's objects (`render.runtime.agent`) as the platform's pulumi-kubernetes
 children, marked as the stack's own. Pure (no Pulumi).
 
 The agent runs in its namespace (`dynamo-infra:agent` `namespace`, default the graphs') with a Role and
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import AgentOptions
-from dynamo_infra.render.agent import agent_objects
+from dynamo_infra.render.runtime.agent import agent_objects
 
 # pulumi-kubernetes does not wait for the Deployment to become available with this annotation (for
 # clusters whose workloads are not awaited: `cluster.await.mode: skip`).

@@ -13,7 +13,7 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.args import args_of
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.reconcile.inputs import SNAPSHOT_KINDS
-from dynamo_infra.render.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
+from dynamo_infra.render.features.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
 
 
 @dataclass(frozen=True)

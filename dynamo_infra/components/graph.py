@@ -25,9 +25,9 @@ from dynamo_infra.graph_source import GraphSource
 from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.reconcile.takeover import merged_take_overs
 from dynamo_infra.render import RenderedComponent, RenderedGraph
-from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION
-from dynamo_infra.render.replicas import REPLICAS_AGENT, REPLICAS_GRAPH, ReplicaOwner
-from dynamo_infra.render.status import ComponentStatus, graph_status
+from dynamo_infra.render.runtime.records import DGD_KIND, RECORD_API_VERSION
+from dynamo_infra.render.runtime.replicas import REPLICAS_AGENT, REPLICAS_GRAPH, ReplicaOwner
+from dynamo_infra.render.runtime.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
 COMPONENT_TYPE = "dynamo-infra:index:DynamoComponentDeployment"
@@ -79,7 +79,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
 
     `objects` and `waiting` override the rendering's when they depend on the component's checkpoint
     (rendered again once its readiness is known). `replicas` names the owner of its replicas at run
-    time (`render.replicas`; a scaling adapter or legacy HPA hands them over whatever it says).
+    time (`render.runtime.replicas`; a scaling adapter or legacy HPA hands them over whatever it says).
     """
 
     status: pulumi.Output[dict[str, Any]]
@@ -252,7 +252,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     destroy` unless `delete_pvcs_on_destroy` is set.
 
     With `agent` (the dynamo-infra agent runs for its namespace), replicas the planner or a scaling
-    adapter changes at run time are written at creation only (`render.replicas`); without it, a
+    adapter changes at run time are written at creation only (`render.runtime.replicas`); without it, a
     planner that needs the operator's services is deployed with a warning saying what will not work.
 
     Components with `experimental.checkpoint.enabled` (and the cluster's `checkpoint.enabled`) get a

@@ -18,11 +18,11 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource, load_graph
 from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
-from dynamo_infra.render.admission import review_graph
+from dynamo_infra.render.checks.admission import review_graph
+from dynamo_infra.render.checks.preflight import unmet_needs
 from dynamo_infra.render.graph import keep_running_generation
 from dynamo_infra.render.names import LABEL_COMPONENT
-from dynamo_infra.render.preflight import unmet_needs
-from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner, replica_owners
+from dynamo_infra.render.runtime.replicas import REPLICAS_GRAPH, ReplicaOwner, replica_owners
 
 # A ComponentWorkload's `await` input: {"mode": "wait"|"skip", "timeoutSeconds": int}.
 AwaitPolicy = dict[str, Any]
@@ -66,7 +66,7 @@ class CheckpointPlan:
 class ComponentPlan:
     """A DynamoComponentDeployment. With `checkpoints`, its status (and, unless the PodCliqueSet holds its
     pods, its objects: `rerender_objects`) come from the graph rendered again with their readiness.
-    `replicas`: who owns its replicas at run time (`render.replicas`)."""
+    `replicas`: who owns its replicas at run time (`render.runtime.replicas`)."""
 
     name: str
     rendered: RenderedComponent
@@ -150,10 +150,10 @@ def plan_graph(
     running_worker_hash: str | None = None,
 ) -> GraphPlan:
     """The plan of graph `name`. AdmissionDenied for a graph the operator's validating webhook would
-    deny with these cluster options (`render.admission`; unless `admission` is False, by default
+    deny with these cluster options (`render.checks.admission`; unless `admission` is False, by default
     `options.admission.enabled`); DynamoValidationError for autoscalers of components that do not
     hand their replicas over. Components that need what only the operator served at run time
-    (`render.preflight`: a planner) need the dynamo-infra `agent`: without it, `unserved` says what
+    (`render.checks.preflight`: a planner) need the dynamo-infra `agent`: without it, `unserved` says what
     will not work. `running_worker_hash`: the current worker hash of the graph's DGD record when it is
     deployed, so a generation an earlier dynamo-infra rendered keeps running (`keep_running_generation`)."""
     options = options or ClusterOptions()
@@ -196,7 +196,7 @@ def plan_graph(
             rendered.workloads,
             not_awaited,
             # Its cliques' pods get discovered secrets when the cluster option is on, but for those of
-            # components that opt out (their clique's annotation, `render.pullsecrets`).
+            # components that opt out (their clique's annotation, `render.features.pullsecrets`).
             pull_secret_discovery=any(c.pull_secret_discovery for c in rendered.components.values()),
             checkpoints=every_checkpoint,
         )

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.components.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 
 # Label naming the tool that manages an object.
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"

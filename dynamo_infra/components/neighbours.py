@@ -23,7 +23,7 @@ from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.ownership import owner_of, stack_of
 from dynamo_infra.reconcile.takeover import DGD_KIND, DYNAMO_API_VERSIONS
 from dynamo_infra.render.names import ANNOTATION_CURRENT_WORKER_HASH
-from dynamo_infra.render.records import RECORD_API_VERSION
+from dynamo_infra.render.runtime.records import RECORD_API_VERSION
 
 # The DGD resource's plural and its CRD's name.
 DGD_PLURAL = "dynamographdeployments"

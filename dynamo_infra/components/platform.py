@@ -35,7 +35,7 @@ from dynamo_infra.components.platform_plan import (
 from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import PROGRAM_USER_AGENT, KubeClient
-from dynamo_infra.render.agent import AGENT_NAME
+from dynamo_infra.render.runtime.agent import AGENT_NAME
 
 PLATFORM_TYPE = "dynamo-infra:index:Platform"
 

@@ -40,8 +40,8 @@ from dynamo_infra.components.namespace_objects import (
 )
 from dynamo_infra.config import DEFAULT_MPI_SSH_SECRET, AgentOptions
 from dynamo_infra.platform_options import DYNAMO_CRD_SET
-from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.components.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 
 # Where the shipped CRD sets live, relative to the Pulumi project (the program's working directory).
 DEFAULT_CRD_DIR = Path("stacks") / "crds"

@@ -16,11 +16,11 @@ from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 from dynamo_infra.render import RenderedComponent, RenderedGraph
-from dynamo_infra.render.autoscaling import scale_target
-from dynamo_infra.render.planner_status import planner_component_status
-from dynamo_infra.render.records import PLANNER_STATUS_KEY, adapter_record, runtime_namespace
-from dynamo_infra.render.replicas import REPLICAS_GRAPH, ReplicaOwner
-from dynamo_infra.render.status import READINESS
+from dynamo_infra.render.features.autoscaling import scale_target
+from dynamo_infra.render.runtime.planner_status import planner_component_status
+from dynamo_infra.render.runtime.records import PLANNER_STATUS_KEY, adapter_record, runtime_namespace
+from dynamo_infra.render.runtime.replicas import REPLICAS_GRAPH, ReplicaOwner
+from dynamo_infra.render.runtime.status import READINESS
 
 
 def watched(

@@ -10,7 +10,7 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.components.args import args_of
 from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.render import RenderedComponent, RenderedGraph
-from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
+from dynamo_infra.render.features.autoscaling import autoscaler_object, scale_target
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
 
 SCALING_ADAPTER_TYPE = "dynamo-infra:index:ScalingAdapter"

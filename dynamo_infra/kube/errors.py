@@ -40,7 +40,7 @@ class NotFound(KubeError):
 
 class Forbidden(KubeError):
     """The identity lacks a permission; the message names the verb, the resource, the namespace and the
-    identity, and the Role to add it to (`dynamo_infra.render.rbac`)."""
+    identity, and the Role to add it to (`dynamo_infra.render.runtime.rbac`)."""
 
 
 # Where the API server's 403 message names the identity and the denied attributes (RBAC's wording).

@@ -90,7 +90,7 @@ class Inputs:
         """A client for this call (decision 10: never kept on the provider)."""
         # Here: Check and Diff stay light (module doc).
         from dynamo_infra.kube import client, connection
-        from dynamo_infra.render import rbac
+        from dynamo_infra.render.runtime import rbac
 
         def may_watch(group: str, plural: str) -> bool:
             # What the least-privilege Role grants is all the providers may count on (`dynamo-infra rbac`).

@@ -14,7 +14,7 @@ from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
 from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
-from dynamo_infra.render import checkpoint as ck
+from dynamo_infra.render.features import checkpoint as ck
 
 # Our label on capture Jobs: the identity hash of the checkpoint they capture.
 LABEL_IDENTITY_HASH = "dynamo-infra.io/checkpoint-identity-hash"

@@ -21,7 +21,7 @@ up), `job` is empty, and `snapshot_calls` does the work (`check` also fails ever
 cluster does not serve that API, naming what to install).
 
 Inputs: kubeconfig (secret), context, namespace, checkpoint (the DynamoCheckpoint manifest), job
-(its capture Job, rendered by `render.checkpoint.capture_job`), owner (`project/stack/resource`,
+(its capture Job, rendered by `render.features.checkpoint.capture_job`), owner (`project/stack/resource`,
 tells our objects from another stack's), wait (block until Ready), timeoutSeconds.
 Outputs add phase, ready, message, identityHash, checkpointId, checkpointName, jobName, crdApplied.
 

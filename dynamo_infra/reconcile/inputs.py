@@ -85,7 +85,7 @@ class ClaimInputs(Inputs):
         return stub("v1", "PersistentVolumeClaim", self.namespace, self.name)
 
 
-# Kinds of the snapshot API (`render.snapshot`) a checkpoint input may be.
+# Kinds of the snapshot API (`render.features.snapshot`) a checkpoint input may be.
 SNAPSHOT_KINDS = ("SnapshotJob", "PodSnapshot")
 
 
@@ -98,7 +98,7 @@ def meta(obj: Manifest | None) -> Manifest:
 class CheckpointInputs(Inputs):
     # The DynamoCheckpoint manifest.
     checkpoint: Manifest = dataclasses.field(default_factory=dict)
-    # Its capture Job (rendered by `render.checkpoint.capture_job`).
+    # Its capture Job (rendered by `render.features.checkpoint.capture_job`).
     job: Manifest = dataclasses.field(default_factory=dict)
     # `project/stack/resource`: tells our objects from another stack's.
     owner: str = ""

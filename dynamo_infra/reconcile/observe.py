@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.render.records import PLANNER_STATUS_KEY, graph_record_status
-from dynamo_infra.render.status import ComponentStatus, component_status
+from dynamo_infra.render.runtime.records import PLANNER_STATUS_KEY, graph_record_status
+from dynamo_infra.render.runtime.status import ComponentStatus, component_status
 
 # Status reason while an object of the component (e.g. Grove's PodClique) does not exist yet.
 REASON_NOT_CREATED = "NotCreated"

@@ -27,7 +27,7 @@ from dynamo_infra.reconcile.takeover import (
     written_by_operator,
 )
 from dynamo_infra.reconcile.workload import Ownership, apply_objects, delete_objects, prune
-from dynamo_infra.render.records import (
+from dynamo_infra.render.runtime.records import (
     COMPONENTS_ANNOTATION,
     DGD_KIND,
     DGDSA_KIND,
@@ -37,7 +37,7 @@ from dynamo_infra.render.records import (
     graph_record,
     graph_record_status,
 )
-from dynamo_infra.render.replicas import REPLICAS_AGENT
+from dynamo_infra.render.runtime.replicas import REPLICAS_AGENT
 
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
 # The CRDs the records need, each storing the records' version.

@@ -43,7 +43,7 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
         return CreateResult(id_=ins.label, outs=self.calls(ins).reconcile(ins, props, [], {}))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from dynamo_infra.render.records import DGDSA_KIND  # here: Check and Diff stay light
+        from dynamo_infra.render.runtime.records import DGDSA_KIND  # here: Check and Diff stay light
 
         ins = self.typed(news)
         previous = [k for k in olds.get("inventory") or [] if f"/{DGDSA_KIND}/" in k]

@@ -1,5 +1,5 @@
 """What the checkpoint provider does for a component whose runtime checkpoints through the snapshot API
-(`render.snapshot`): imported only by `Provider.calls`.
+(`render.features.snapshot`): imported only by `Provider.calls`.
 
 An automatic capture is a `SnapshotJob` that we create (Snapshot's operator runs and captures it into
 the `PodSnapshot` of the same name); a `checkpointRef` names a `PodSnapshot` someone else made, which
@@ -24,7 +24,7 @@ from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, await_until, log
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed, owner_id
 from dynamo_infra.reconcile.inputs import CheckpointInputs, meta
 from dynamo_infra.reconcile.ownership import owner_of, refuse_foreign, with_inventory
-from dynamo_infra.render import snapshot as sn
+from dynamo_infra.render.features import snapshot as sn
 
 # The API server's words when the installed CRD lacks a field we write, and what to do then.
 UNDECLARED = "field not declared in schema"

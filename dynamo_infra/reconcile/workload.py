@@ -15,7 +15,7 @@ from dynamo_infra.kube.watch import resource_version
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, POLL_INTERVAL_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
-from dynamo_infra.render.status import ComponentStatus
+from dynamo_infra.render.runtime.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"

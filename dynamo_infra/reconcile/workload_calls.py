@@ -27,7 +27,7 @@ from dynamo_infra.reconcile.workload import (
     scale_observed,
     sweep_orphans,
 )
-from dynamo_infra.render.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
+from dynamo_infra.render.features.pullsecrets import PullSecret, from_secret, with_workload_pull_secrets
 
 
 def discover_pull_secrets(client: KubeClient, namespace: str) -> list[PullSecret]:

@@ -266,3 +266,24 @@ class ComponentContext:
         """`experimental.checkpoint` when enabled."""
         ckpt = self.experimental.get("checkpoint")
         return dict(ckpt) if ckpt and ckpt.get("enabled") else None
+
+
+def component_context(
+    dcd: Manifest,
+    options: ClusterOptions,
+    legacy: LegacyComponent | None = None,
+    graph_spec_annotations: Mapping[str, str] | None = None,
+    checkpoint_ready: bool | None = None,
+) -> ComponentContext:
+    meta = dcd.get("metadata") or {}
+    return ComponentContext(
+        namespace=str(meta.get("namespace") or options.namespace),
+        options=options,
+        dcd_name=str(meta["name"]),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        spec=dict(dcd.get("spec") or {}),
+        legacy=legacy or LegacyComponent(),
+        graph_spec_annotations=dict(graph_spec_annotations or {}),
+        checkpoint_ready=checkpoint_ready,
+    )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -11,97 +10,30 @@ from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.loader import served_hub
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render import backend as backends
-from dynamo_infra.render import checkpoint, dra, grove, lws, names, snapshot, worker_hash
-from dynamo_infra.render.autoscaling import hpa, scaling_adapter
-from dynamo_infra.render.component_type import dcd_type_problem
-from dynamo_infra.render.context import ComponentContext, GraphContext
-from dynamo_infra.render.dcd import as_stored, generate_dcd
-from dynamo_infra.render.deployment import deployment, model_service, replicas, service
-from dynamo_infra.render.discovery import discovery_rbac
-from dynamo_infra.render.epp import epp_objects
-from dynamo_infra.render.ingress import ingress, virtual_service
-from dynamo_infra.render.legacy import LegacyComponent, legacy_of
-from dynamo_infra.render.name_check import DerivedNameError, rendered_name_problems
+from dynamo_infra.render import names, worker_hash
+from dynamo_infra.render.backends import table as backends
+from dynamo_infra.render.backends.vllm import wait_leader_config_map
+from dynamo_infra.render.checks.name_check import DerivedNameError, rendered_name_problems
+from dynamo_infra.render.components.epp import epp_objects
+from dynamo_infra.render.components.table import dcd_type_problem
+from dynamo_infra.render.context import ComponentContext, GraphContext, component_context
+from dynamo_infra.render.features import checkpoint, dra, snapshot
+from dynamo_infra.render.features.autoscaling import scaling_adapter
+from dynamo_infra.render.features.discovery import discovery_rbac
+from dynamo_infra.render.features.ingress import ingress, virtual_service
+from dynamo_infra.render.features.pullsecrets import PullSecret, with_workload_pull_secrets
+from dynamo_infra.render.features.restart import restart_annotations
+from dynamo_infra.render.features.volumes import pvcs, required_pvcs
+from dynamo_infra.render.legacy import legacy_of
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
-from dynamo_infra.render.pullsecrets import PullSecret, with_workload_pull_secrets
-from dynamo_infra.render.restart import restart_annotations
-from dynamo_infra.render.vllm import wait_leader_config_map
-from dynamo_infra.render.volumes import pvcs, required_pvcs
+from dynamo_infra.render.rendered import PATHWAY_COMPONENTS, PATHWAY_GROVE, RenderedComponent, RenderedGraph
+from dynamo_infra.render.workloads import grove, lws
+from dynamo_infra.render.workloads.dcd import as_stored, generate_dcd
+from dynamo_infra.render.workloads.deployment import model_service, replicas
+from dynamo_infra.render.workloads.table import component_objects, workload_kind
 
-# Rendering pathways: one DCD (Deployment or LeaderWorkerSet) per component, or one PodCliqueSet.
-PATHWAY_COMPONENTS = "components"
-PATHWAY_GROVE = "grove"
 # Operator error when a multinode graph has neither Grove nor LWS.
 NO_MULTINODE_ORCHESTRATOR = "no multinode orchestrator available"
-# Workload kinds of the DCD path.
-DEPLOYMENT = "Deployment"
-LEADER_WORKER_SET = lws.KIND
-
-
-@dataclass(frozen=True)
-class RenderedComponent:
-    """One component: its DCD (as the operator would store it) and the objects that run it.
-
-    On the Grove pathway there is no DCD (`dcd` is None): the component's pods come from the graph's
-    PodCliqueSet, `scale_target` names the PodClique or PodCliqueScalingGroup Grove creates for it
-    (replicas are changed there, through its scale subresource, after the PodCliqueSet exists), and
-    `objects` holds its Service, Ingress and VirtualService.
-    """
-
-    name: str
-    type: str
-    dcd_name: str
-    replicas: int
-    dcd: Manifest | None
-    objects: tuple[Manifest, ...]
-    scaling_adapter: bool = False
-    # The DGDSA to create once (its replicas then belong to the adapter), when `scalingAdapter` is set.
-    adapter: Manifest | None = None
-    # Replicas owned by a legacy HPA (rendered among `objects`).
-    autoscaled: bool = False
-    # Whether the provider should attach the namespace's matching dockerconfigjson secrets.
-    pull_secret_discovery: bool = True
-    # Deployment, LeaderWorkerSet, PodClique or PodCliqueScalingGroup: what decides readiness.
-    workload_kind: str = DEPLOYMENT
-    # Grove pathway: {apiVersion, kind, name, replicas} of the component's PodClique / PCSG.
-    scale_target: Manifest | None = None
-    # Replicas held at 0 while the component waits for its checkpoint.
-    waiting_for_checkpoint: bool = False
-
-
-@dataclass(frozen=True)
-class RenderedGraph:
-    name: str
-    namespace: str
-    dynamo_namespace: str
-    worker_hash: str | None
-    shared: tuple[Manifest, ...] = ()
-    components: dict[str, RenderedComponent] = field(default_factory=dict)
-    # PVCs to create when missing (never updated; retained on destroy unless opted in).
-    pvcs: tuple[Manifest, ...] = ()
-    # PVC names the graph needs but does not create (must exist before the workloads start).
-    required_pvcs: tuple[str, ...] = ()
-    # DGD metadata annotations as the operator would store them (webhook default, current hash).
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    backend_framework: str = ""
-    # `components` (DCDs) or `grove` (one PodCliqueSet for the whole graph).
-    pathway: str = PATHWAY_COMPONENTS
-    # Grove pathway: the PodCliqueSet, applied and awaited as one unit (its replicas per clique and
-    # scaling group are create-only; later changes go through each component's `scale_target`).
-    workloads: tuple[Manifest, ...] = ()
-    # DGD-managed DynamoCheckpoints (the checkpoint controller then runs their capture Jobs).
-    checkpoints: tuple[Manifest, ...] = ()
-    # Secrets the graph's pods mount but the user provides (the TRT-LLM MPI SSH key pair).
-    required_secrets: tuple[str, ...] = ()
-    # `status.checkpoints` entries as the operator reports them.
-    checkpoint_status: Mapping[str, Manifest] = field(default_factory=dict)
-
-    def all_objects(self) -> list[Manifest]:
-        out = [*self.shared, *self.workloads]
-        for c in self.components.values():
-            out.extend(c.objects)
-        return out
 
 
 def graph_annotations(dgd: v1beta1.DynamoGraphDeployment, options: ClusterOptions) -> dict[str, str]:
@@ -124,60 +56,6 @@ def graph_worker_hash(g: GraphContext) -> str:
     )
 
 
-def component_context(
-    dcd: Manifest,
-    options: ClusterOptions,
-    legacy: LegacyComponent | None = None,
-    graph_spec_annotations: Mapping[str, str] | None = None,
-    checkpoint_ready: bool | None = None,
-) -> ComponentContext:
-    meta = dcd.get("metadata") or {}
-    return ComponentContext(
-        namespace=str(meta.get("namespace") or options.namespace),
-        options=options,
-        dcd_name=str(meta["name"]),
-        labels=dict(meta.get("labels") or {}),
-        annotations=dict(meta.get("annotations") or {}),
-        spec=dict(dcd.get("spec") or {}),
-        legacy=legacy or LegacyComponent(),
-        graph_spec_annotations=dict(graph_spec_annotations or {}),
-        checkpoint_ready=checkpoint_ready,
-    )
-
-
-def workload_kind(ctx: ComponentContext) -> str:
-    """The DCD controller's choice: LeaderWorkerSet for multinode when LWS is available."""
-    return LEADER_WORKER_SET if ctx.options.lws_enabled and ctx.node_count > 1 else DEPLOYMENT
-
-
-# Workload renderers of the DCD path, by kind (every DCD pod uses LWS addressing).
-WORKLOADS: Mapping[str, Callable[[ComponentContext], Manifest]] = {
-    DEPLOYMENT: functools.partial(deployment, deployer=lws.DEPLOYER),
-    LEADER_WORKER_SET: lws.leader_worker_set,
-}
-
-
-def component_objects(
-    ctx: ComponentContext, kind: str, pull_secrets: Sequence[PullSecret] | None = None
-) -> list[Manifest]:
-    """What the component controller creates for one DCD with its workload `kind` (model Service excluded)."""
-    workload = WORKLOADS[kind](ctx)
-    objects = [workload, service(ctx), ingress(ctx), virtual_service(ctx), hpa(ctx)]
-    out = [o for o in objects if o is not None]
-    if pull_secrets and ctx.options.image_pull_secret_discovery:
-        out = [with_workload_pull_secrets(o, pull_secrets) for o in out]
-    return out
-
-
-def render_dcd(
-    dcd: Manifest, options: ClusterOptions | None = None, pull_secrets: Sequence[PullSecret] | None = None
-) -> list[Manifest]:
-    """Objects for a standalone DynamoComponentDeployment (v1beta1 wire form)."""
-    ctx = component_context(dcd, options or ClusterOptions())
-    model = model_service(ctx)
-    return [*component_objects(ctx, workload_kind(ctx), pull_secrets), *([model] if model else [])]
-
-
 def is_grove_pathway(g: GraphContext) -> bool:
     """Grove when available, unless the DGD annotation `nvidia.com/enable-grove` says "false"."""
     opted_out = (g.annotations.get(names.ANNOTATION_ENABLE_GROVE) or "").lower() == "false"
@@ -186,7 +64,7 @@ def is_grove_pathway(g: GraphContext) -> bool:
 
 def validate(g: GraphContext, contexts: Sequence[ComponentContext], grove_path: bool) -> None:
     """Reconcile errors of the operator's controllers that depend on the cluster or the pathway, all
-    of them at once (its admission webhook's rules are `render.admission`'s)."""
+    of them at once (its admission webhook's rules are `render.checks.admission`'s)."""
     problems: list[Problem] = []
     multinode = [ctx for ctx in contexts if ctx.node_count > 1]
     if multinode and not grove_path and not g.options.lws_enabled:
@@ -441,7 +319,7 @@ def render_graph(
     `restart_status` is the DGD's `status.restart` when the caller tracks one; `pull_secrets` are
     the namespace's dockerconfigjson secrets (see `pullsecrets.from_secret`) when known;
     `checkpoint_ready` is the observed readiness of each component's checkpoint. DerivedNameError
-    when a derived name or label value would break the API server's rules (`render.name_check`).
+    when a derived name or label value would break the API server's rules (`render.checks.name_check`).
     """
     options = options or ClusterOptions()
     g = graph_context(dgd, options, namespace, restart_status)

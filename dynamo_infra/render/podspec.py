@@ -10,12 +10,13 @@ from dynamo_infra.api.admission.sidecar import sidecar_problems
 from dynamo_infra.api.errors import join_path
 from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_env, merge_override
-from dynamo_infra.render import checkpoint, failover, gms, roles
-from dynamo_infra.render.backend import Backend, component_backend
-from dynamo_infra.render.component_common import runtime_sidecar_container
-from dynamo_infra.render.component_type import defaults_for
+from dynamo_infra.render import roles
+from dynamo_infra.render.backends.table import Backend, component_backend
+from dynamo_infra.render.components.common import runtime_sidecar_container
+from dynamo_infra.render.components.frontend import frontend_container
+from dynamo_infra.render.components.table import defaults_for
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
-from dynamo_infra.render.frontend import frontend_container
+from dynamo_infra.render.features import checkpoint, failover, gms
 from dynamo_infra.render.multinode import Deployer, Placement, Role, gpu_count
 from dynamo_infra.render.names import discovery_service_account
 

@@ -21,9 +21,10 @@ from collections.abc import Mapping
 
 from dynamo_infra.api import releases
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.render import gojson, names
-from dynamo_infra.render.backend import BACKENDS
+from dynamo_infra.render import names
+from dynamo_infra.render.backends.table import BACKENDS
 from dynamo_infra.render.context import MAIN_CONTAINER
+from dynamo_infra.render.go import gojson
 from dynamo_infra.render.legacy import LegacyComponent
 
 # Stand-in for the hash while hashing the worker specs that will carry it.

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.render import lora
-from dynamo_infra.render.agent import AGENT_NAME, agent_objects
+from dynamo_infra.render.runtime import lora
+from dynamo_infra.render.runtime.agent import AGENT_NAME, agent_objects
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.e2e.test_serving import Serve, conn, serve, wait_until  # noqa: F401 (fixtures)

@@ -29,7 +29,7 @@ import httpx
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.render.agent import AGENT_LABELS, AGENT_NAME
+from dynamo_infra.render.runtime.agent import AGENT_LABELS, AGENT_NAME
 from tests.e2e.conftest import GRAPHS
 from tests.e2e.test_serving import (  # noqa: F401 (fixtures)
     conn,

@@ -18,7 +18,7 @@ from pulumi import automation as auto
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.render import rbac
+from dynamo_infra.render.runtime import rbac
 from tests.conftest import REPO
 from tools.localcluster import LocalCluster
 

@@ -26,9 +26,14 @@ from dynamo_infra.components.crd_files import crd_documents
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, installable
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient, object_key, stub
-from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_objects
 from dynamo_infra.render.names import LABEL_COMPONENT, LABEL_GRAPH
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION, DGD_KIND, DGDSA_KIND, RECORD_API_VERSION
+from dynamo_infra.render.runtime.agent import AGENT_NAME, AGENT_RULES, agent_objects
+from dynamo_infra.render.runtime.records import (
+    COMPONENTS_ANNOTATION,
+    DGD_KIND,
+    DGDSA_KIND,
+    RECORD_API_VERSION,
+)
 from tests.conftest import REPO
 from tools.localcluster import LocalCluster
 

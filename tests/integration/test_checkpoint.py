@@ -25,7 +25,7 @@ from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.checkpoint import capture_job
+from dynamo_infra.render.features.checkpoint import capture_job
 from tests.conftest import CORPUS, DATA
 from tests.integration.harness import GraphStack, graph_stack, kube_client
 from tools.localcluster import LocalCluster

@@ -21,7 +21,7 @@ from dynamo_infra.cli import main as cli
 from dynamo_infra.kube.client import KubeClient, object_key, stub
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, INVENTORY_LABEL
 from dynamo_infra.render.names import ANNOTATION_CURRENT_WORKER_HASH
-from dynamo_infra.render.records import DGD_KIND, RECORD_API_VERSION
+from dynamo_infra.render.runtime.records import DGD_KIND, RECORD_API_VERSION
 from tests.conftest import REPO
 from tests.integration.harness import GraphStack, graph_stack, namespace_object, unique
 from tools import toolchain

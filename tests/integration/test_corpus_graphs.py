@@ -22,7 +22,7 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.kube.client import FIELD_MANAGER, KubeClient
 from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import load_corpus
 from tests.integration.harness import make_stack, unique
 from tools.localcluster import LocalCluster

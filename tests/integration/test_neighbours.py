@@ -20,7 +20,7 @@ from pulumi import automation as auto
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube.client import PROGRAM_USER_AGENT, USER_AGENT, KubeClient, object_key
 from dynamo_infra.reconcile.takeover import DGD_KIND, OPERATOR_FIELD_MANAGERS
-from dynamo_infra.render.records import RECORD_API_VERSION
+from dynamo_infra.render.runtime.records import RECORD_API_VERSION
 from tests.conftest import DATA
 from tests.integration.harness import TAIL, destroy, make_stack, up
 from tools.localcluster import LocalCluster

@@ -27,9 +27,9 @@ from dynamo_infra.kube.client import KubeClient, object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.context import GraphContext
-from dynamo_infra.render.discovery import discovery_rbac
-from dynamo_infra.render.graph import render_dcd
+from dynamo_infra.render.features.discovery import discovery_rbac
 from tests.conftest import REPO
+from tests.dcd import render_dcd
 from tests.matcher import match_sets
 from tests.operator_expected import docs, expected_of, generated_dgd
 from tools.localcluster import LocalCluster

@@ -13,7 +13,7 @@ from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.kube.client import USER_AGENT, KubeClient
-from dynamo_infra.render import rbac
+from dynamo_infra.render.runtime import rbac
 from tests.integration.harness import TAIL, destroy, graphs_kubeconfig, make_stack, unique, up
 from tools.localcluster import LocalCluster
 

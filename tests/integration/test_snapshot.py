@@ -22,7 +22,7 @@ from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render import render_graph
-from dynamo_infra.render import snapshot as sn
+from dynamo_infra.render.features import snapshot as sn
 from tests.conftest import CORPUS
 from tests.integration.harness import graph_stack, kube_client, preview_failure
 from tools.localcluster import LocalCluster

@@ -9,7 +9,7 @@ CLI onto the local control plane, with the Dynamo and third-party CRDs installed
   publishes for its fake nodes, so its Deployments become available;
 - where Grove graphs run (`grove`, `dra`), the test plays the missing Grove controller: it creates
   ready PodCliques / PodCliqueScalingGroups, and a refresh then a second `up` turn the graphs
-  `successful` (the readiness rules of render/status.py at work);
+  `successful` (the readiness rules of render/runtime/status.py at work);
 - a preview and a second `up` change nothing;
 - `destroy` leaves nothing behind in the namespace and deletes the DeviceClass; the CRDs stay
   installed (retained on purpose: deleting a CRD deletes every object of its kind in the cluster).
@@ -38,9 +38,9 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.kube.client import KubeClient, object_key
 from dynamo_infra.platform_options import DYNAMO_CRD_SET, PlatformOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
-from dynamo_infra.render.status import deployment_readiness
+from dynamo_infra.render.components.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.runtime.status import deployment_readiness
 from tests.conftest import REPO
 from tests.integration.harness import copy_project, play_grove
 from tools.localcluster import LocalCluster

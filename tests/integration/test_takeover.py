@@ -47,7 +47,7 @@ from dynamo_infra.reconcile.takeover import (
     OPERATOR_FIELD_MANAGERS,
     OPERATOR_FINALIZER,
 )
-from dynamo_infra.render.status import deployment_readiness
+from dynamo_infra.render.runtime.status import deployment_readiness
 from tests.conftest import CORPUS
 from tests.integration.harness import copy_project, destroy, kube_client, make_stack, namespace_object, up
 from tools.localcluster import LocalCluster

@@ -14,7 +14,7 @@ import yaml
 from dynamo_infra.api import Resource, admission, v1alpha1, v1beta1
 from dynamo_infra.api.admission import OperatorFeatures, Review
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render.admission import grove_name_problems
+from dynamo_infra.render.checks.admission import grove_name_problems
 from tests.conftest import DATA
 
 ADMISSION = DATA / "admission"

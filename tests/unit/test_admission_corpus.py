@@ -10,7 +10,7 @@ import pytest
 from dynamo_infra.api import AnyDGD, Resource, admission, v1alpha1, v1beta1
 from dynamo_infra.api.admission import Review
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render.admission import review_graph
+from dynamo_infra.render.checks.admission import review_graph
 from tests.conftest import CORPUS, load_corpus
 from tests.unit.test_admission import answered, verdicts
 

@@ -15,7 +15,7 @@ from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.api.admission import AdmissionDenied, OperatorFeatures
 from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render.admission import review_graph
+from dynamo_infra.render.checks.admission import review_graph
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks

@@ -18,8 +18,8 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.cli.main import parser
 from dynamo_infra.kube.connection import KubeconfigError, from_environment, in_cluster
 from dynamo_infra.kube.errors import KubeError
-from dynamo_infra.render.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION
+from dynamo_infra.render.runtime.agent import AGENT_NAME, AGENT_RULES, agent_command, agent_objects
+from dynamo_infra.render.runtime.records import COMPONENTS_ANNOTATION
 
 TARGET = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "g-worker"}
 
@@ -217,5 +217,5 @@ def test_the_rules_are_least_privilege() -> None:
     }
     assert not {r for _g, r, _v in granted} & {"secrets", "roles", "rolebindings"}
     # Pods are only read, one at a time, by the LoRA handlers (an endpoint without LoRA management
-    # may be a vLLM prefill covered by another: render/lora.py RULES).
+    # may be a vLLM prefill covered by another: render/runtime/lora.py RULES).
     assert {(g, r, v) for g, r, v in granted if r == "pods"} == {("", "pods", "get")}

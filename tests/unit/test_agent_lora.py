@@ -13,7 +13,7 @@ import kopf
 from dynamo_infra.agent.lora import FIELD_MANAGER, LoraAgent, register
 from dynamo_infra.kube.connection import Connection
 from dynamo_infra.kube.errors import KubeError
-from dynamo_infra.render import lora
+from dynamo_infra.render.runtime import lora
 
 BASE = "base/model"
 HASH = lora.model_hash(BASE)

@@ -18,7 +18,7 @@ from dynamo_infra.components import Ownership, PlatformArgs, plan_graph, plan_pl
 from dynamo_infra.components.records import records_props
 from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.kube.client import object_key, stub
-from dynamo_infra.render.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
+from dynamo_infra.render.runtime.records import COMPONENTS_ANNOTATION, components_annotation, graph_record
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
 from tests.unit.test_stack_config import failure, read

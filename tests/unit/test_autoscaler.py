@@ -6,7 +6,7 @@ import pytest
 
 from dynamo_infra.api import DynamoValidationError
 from dynamo_infra.api.autoscaling import Autoscaler
-from dynamo_infra.render.autoscaling import autoscaler_object, scale_target
+from dynamo_infra.render.features.autoscaling import autoscaler_object, scale_target
 
 DEP = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "g-worker-abc"}}
 SVC = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "g-worker-abc"}}

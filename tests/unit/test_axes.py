@@ -10,12 +10,15 @@ import pytest
 
 from dynamo_infra import config
 from dynamo_infra.api import DynamoValidationError, v1alpha1, v1beta1
-from dynamo_infra.render import grove, render_graph, status
-from dynamo_infra.render.backend import BACKENDS
-from dynamo_infra.render.component_type import COMPONENT_DEFAULTS
-from dynamo_infra.render.graph import WORKLOADS, render_dcd
-from dynamo_infra.render.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
-from dynamo_infra.render.worker import Worker
+from dynamo_infra.render import render_graph
+from dynamo_infra.render.backends.table import BACKENDS
+from dynamo_infra.render.components.table import COMPONENT_DEFAULTS
+from dynamo_infra.render.components.worker import Worker
+from dynamo_infra.render.runtime import status
+from dynamo_infra.render.workloads import grove
+from dynamo_infra.render.workloads.schedulers import DEFAULT_SCHEDULER, SCHEDULERS
+from dynamo_infra.render.workloads.table import WORKLOADS
+from tests.dcd import render_dcd
 
 
 def literal_values(model: type[pydantic.BaseModel], field: str) -> set[str]:

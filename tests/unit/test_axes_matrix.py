@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from dynamo_infra.render.backend import BACKENDS
-from dynamo_infra.render.component_type import COMPONENT_DEFAULTS, defaults_for
+from dynamo_infra.render.backends.table import BACKENDS
+from dynamo_infra.render.components.table import COMPONENT_DEFAULTS, defaults_for
 from tests.unit.test_render_defaults import EPP_CONFIG
 from tests.unit.test_render_multinode import GROVE, LWS, clique, graph, lws_main, render, worker
 

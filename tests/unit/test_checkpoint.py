@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from dynamo_infra.render import checkpoint
+from dynamo_infra.render.features import checkpoint
 from tests.unit.test_render_multinode import graph, render, worker
 
 CKPT = {"checkpoint": {"enabled": True}}

@@ -6,7 +6,7 @@ import copy
 import random
 
 from dynamo_infra.api.manifest import copy_json
-from dynamo_infra.render.gojson import quote
+from dynamo_infra.render.go.gojson import quote
 
 # Characters quote passes through and characters it escapes.
 PLAIN = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in '"\\<>&'] + ["é", "日", "\u00a0"]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dynamo_infra.render import gojson
+from dynamo_infra.render.go import gojson
 from tools import gojson_table
 
 SPEC = gojson.go_types().root

@@ -1,4 +1,4 @@
-"""YAML text as the operator's Go writes it (`dynamo_infra.render.goyaml`), and the EPP ConfigMap's
+"""YAML text as the operator's Go writes it (`dynamo_infra.render.go.goyaml`), and the EPP ConfigMap's
 EndpointPickerConfig document.
 
 The expected texts are what Go printed at the operator's versions (sigs.k8s.io/yaml v1.6.0, go-yaml
@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dynamo_infra.render import goyaml
-from dynamo_infra.render.epp import picker_config_yaml
+from dynamo_infra.render.components.epp import picker_config_yaml
+from dynamo_infra.render.go import goyaml
 
 # (value, what Go printed)
 MARSHAL_CASES = [

@@ -28,11 +28,15 @@ ROOT = "dynamo_infra"
 # (importer, imported, why): imports made inside a function to close a recursion of functions.
 IN_FUNCTION_RECURSION = (
     (
-        "dynamo_infra.render.snapshot",
+        "dynamo_infra.render.features.snapshot",
         "dynamo_infra.render.podspec",
         "a pod's restore annotation names its capture, whose ID hashes the pod spec rendered without it",
     ),
-    ("dynamo_infra.render.snapshot", "dynamo_infra.render.lws", "the same capture's placement"),
+    (
+        "dynamo_infra.render.features.snapshot",
+        "dynamo_infra.render.workloads.lws",
+        "the same capture's placement",
+    ),
 )
 # Modules the main layers contract need not cover: the package root, which exports lazily.
 UNLAYERED = {ROOT}

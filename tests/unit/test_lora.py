@@ -1,4 +1,4 @@
-"""DynamoModel (LoRA) decisions as the operator's DynamoModel controller makes them (render/lora.py)."""
+"""DynamoModel (LoRA) decisions as the operator's DynamoModel controller makes them (render/runtime/lora.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dynamo_infra.render import lora
+from dynamo_infra.render.runtime import lora
 
 BASE = "Qwen/Qwen3-0.6B"
 HASH = lora.model_hash(BASE)

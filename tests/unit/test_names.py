@@ -14,7 +14,7 @@ from dynamo_infra.api.kubenames import DNS1035_LABEL, DNS1123_SUBDOMAIN, LABEL_V
 from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.name_check import DerivedNameError
+from dynamo_infra.render.checks.name_check import DerivedNameError
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 from tests.unit.test_stack_config import Config
 

@@ -14,8 +14,8 @@ import pytest
 from dynamo_infra.api import v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.graph import render_dcd
 from tests.apiserver_defaults import with_defaults
+from tests.dcd import render_dcd
 from tests.matcher import match_sets, mismatches
 from tests.operator_expected import docs, expected_of, generated_dgd
 

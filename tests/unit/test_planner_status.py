@@ -1,4 +1,4 @@
-"""The DGD component status the 1.6 planner reads (render.planner_status, render.gpu_shape), and its way
+"""The DGD component status the 1.6 planner reads (render.runtime.planner_status, render.runtime.gpu_shape), and its way
 through the records: `up` computes it, every status write (provider, agent) carries it with the generation."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from dynamo_infra.config import ClusterOptions
 from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.observe import record_status
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.gpu_shape import PodSet, container_gpus, pod_scalar_gpus, pod_set_gpus
-from dynamo_infra.render.planner_status import (
+from dynamo_infra.render.runtime.gpu_shape import PodSet, container_gpus, pod_scalar_gpus, pod_set_gpus
+from dynamo_infra.render.runtime.planner_status import (
     POWER_LIMIT_ANNOTATION,
     command_line_tokens,
     first_flag_value,
@@ -28,14 +28,14 @@ from dynamo_infra.render.planner_status import (
     projected,
     runtime_identity,
 )
-from dynamo_infra.render.records import (
+from dynamo_infra.render.runtime.records import (
     COMPONENTS_ANNOTATION,
     PLANNER_STATUS_KEY,
     components_annotation,
     graph_record,
     graph_record_status,
 )
-from dynamo_infra.render.status import ComponentStatus
+from dynamo_infra.render.runtime.status import ComponentStatus
 
 # NVIDIA's ai-dynamo 1.6.1 profiler template (tests/data/SOURCES).
 WHEEL_DISAGG = Path(__file__).parents[1] / "data/corpus/graphs-1.6/wheel/vllm__disagg.yaml"

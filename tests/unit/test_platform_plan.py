@@ -10,8 +10,8 @@ import pulumi
 from dynamo_infra.components import Ownership, PlatformArgs, plan_platform
 from dynamo_infra.components.namespace_objects import PLATFORM_ROLES
 from dynamo_infra.components.platform_plan import Alias
-from dynamo_infra.render.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
-from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+from dynamo_infra.render.components.epp import SERVICE_ACCOUNT as EPP_SERVICE_ACCOUNT
+from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 from tests.conftest import REPO
 from tests.unit.conftest import Mocks
 

@@ -73,7 +73,7 @@ def test_platform_uses_what_it_does_not_own(mocks: Mocks) -> Any:
     import pulumi_kubernetes as k8s
 
     from dynamo_infra.components import Ownership, Platform
-    from dynamo_infra.render.planner import PLANNER_SERVICE_ACCOUNT
+    from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 
     theirs = Ownership("p/b", namespace=False, accounts=frozenset({PLANNER_SERVICE_ACCOUNT}))
     platform = Platform(

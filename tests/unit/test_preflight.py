@@ -13,8 +13,8 @@ import pytest
 from dynamo_infra.api import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.planner import planner_environment
-from dynamo_infra.render.preflight import unmet_needs
+from dynamo_infra.render.checks.preflight import unmet_needs
+from dynamo_infra.render.components.planner import planner_environment
 from tests.conftest import load_corpus
 from tests.unit.conftest import Mocks
 

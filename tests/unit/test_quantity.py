@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynamo_infra.errors import DynamoInfraError
-from dynamo_infra.render import quantity
+from dynamo_infra.render.go import quantity
 
 # (input, what Quantity.MarshalJSON writes after ParseQuantity(input)).
 CASES = [

@@ -14,9 +14,10 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.kube.errors import forbidden_message
-from dynamo_infra.render import rbac, render_graph
-from dynamo_infra.render.autoscaling import autoscaler_object
-from dynamo_infra.render.checkpoint import capture_job
+from dynamo_infra.render import render_graph
+from dynamo_infra.render.features.autoscaling import autoscaler_object
+from dynamo_infra.render.features.checkpoint import capture_job
+from dynamo_infra.render.runtime import rbac
 from dynamo_infra.stack_config import StackConfig
 from tests.conftest import REPO, load_corpus
 from tests.unit.test_golden import VARIANTS, cases
@@ -60,7 +61,7 @@ def test_every_rendered_kind_is_in_the_table() -> None:
     assert len(kinds) >= 15, kinds
     table = {(n.group, n.kind): n for n in rbac.ROLE_NEEDS if n.kind}
     missing = sorted(kinds - set(table))
-    assert not missing, f"kinds the providers apply without a Need in render/rbac.py: {missing}"
+    assert not missing, f"kinds the providers apply without a Need in render/runtime/rbac.py: {missing}"
     for k in kinds:
         assert set(table[k].verbs) >= APPLY_VERBS, (k, table[k].verbs)
 

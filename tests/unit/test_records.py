@@ -8,14 +8,14 @@ from dynamo_infra.api import v1alpha1
 from dynamo_infra.api.loader import to_hub
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.records import (
+from dynamo_infra.render.runtime.records import (
     adapter_record,
     adapter_status,
     graph_record,
     graph_record_status,
     runtime_namespace,
 )
-from dynamo_infra.render.status import ComponentStatus, component_status
+from dynamo_infra.render.runtime.status import ComponentStatus, component_status
 
 GRAPH: dict[str, Any] = {
     "apiVersion": "nvidia.com/v1alpha1",

@@ -11,8 +11,8 @@ import pytest
 from dynamo_infra.api import DynamoValidationError, v1alpha1, v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render.pullsecrets import from_secret, matching
-from dynamo_infra.render.status import ComponentStatus, dgd_status, replica_status
+from dynamo_infra.render.features.pullsecrets import from_secret, matching
+from dynamo_infra.render.runtime.status import ComponentStatus, dgd_status, replica_status
 
 NS = "team"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dynamo_infra.api import DynamoValidationError
-from dynamo_infra.render import checkpoint
+from dynamo_infra.render.features import checkpoint
 from tests.unit.test_render_multinode import GROVE, IMAGE, LWS, clique, env, graph, render, worker
 
 DRA = {"dra": {"enabled": True}}

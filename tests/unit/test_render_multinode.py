@@ -9,8 +9,8 @@ import pytest
 from dynamo_infra.api import DynamoValidationError, v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render.graph import render_dcd
-from dynamo_infra.render.grove import fnv32a, pcs_name
+from dynamo_infra.render.workloads.grove import fnv32a, pcs_name
+from tests.dcd import render_dcd
 
 NS = "team"
 IMAGE = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.4.0"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dynamo_infra.config import ClusterOptions
-from dynamo_infra.render.partial import operator_partial
 from tests.conftest import load_corpus
+from tests.partial import operator_partial
 
 DRA = {"dra": {"enabled": True}}
 GROVE = {**DRA, "multinode": {"orchestrator": "grove"}}

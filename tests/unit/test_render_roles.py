@@ -23,8 +23,8 @@ from dynamo_infra.api import DynamoValidationError, v1beta1
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
 from dynamo_infra.render.context import GraphContext
-from dynamo_infra.render.dcd import generate_dcd
-from dynamo_infra.render.graph import render_dcd
+from dynamo_infra.render.workloads.dcd import generate_dcd
+from tests.dcd import render_dcd
 
 NS = "team"
 EXAMPLE = Path(__file__).parents[1] / "data" / "graphs" / "role_specific_multinode.yaml"

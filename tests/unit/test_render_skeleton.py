@@ -8,7 +8,7 @@ import pytest
 
 from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.graph import RenderedGraph
+from dynamo_infra.render.rendered import RenderedGraph
 
 
 @pytest.fixture(scope="module")

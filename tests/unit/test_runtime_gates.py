@@ -15,8 +15,8 @@ from dynamo_infra.api.admission import OperatorFeatures
 from dynamo_infra.cli.preview_model import diff_objects, object_key
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render.graph import render_dcd
 from tests.conftest import CORPUS, load_corpus
+from tests.dcd import render_dcd
 
 NS = "team"
 RUNTIME = "nvcr.io/nvidia/ai-dynamo/vllm-runtime"

@@ -15,7 +15,7 @@ from dynamo_infra.api import DynamoValidationError, admission, v1beta1
 from dynamo_infra.api.loader import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import render_graph
-from dynamo_infra.render.pullsecrets import PullSecret
+from dynamo_infra.render.features.pullsecrets import PullSecret
 from tests.conftest import CORPUS
 
 SIDECAR = CORPUS / "graphs-1.6" / "sidecar"

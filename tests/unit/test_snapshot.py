@@ -1,4 +1,4 @@
-"""Checkpoints of runtimes from 1.5.0 on (`render.snapshot`, `reconcile.snapshot_calls`): a SnapshotJob
+"""Checkpoints of runtimes from 1.5.0 on (`render.features.snapshot`, `reconcile.snapshot_calls`): a SnapshotJob
 per automatic capture, a referenced PodSnapshot looked up, pods restore-shaped once Ready, and the
 provider refusing a cluster without the snapshot API. Below 1.5.0 (and for untagged images) the
 DynamoCheckpoint path is unchanged (the goldens prove it byte for byte)."""
@@ -18,8 +18,8 @@ from dynamo_infra.reconcile import base, snapshot_calls
 from dynamo_infra.reconcile.checkpoint_calls import CheckpointFailed
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render import RenderedGraph, render_graph
-from dynamo_infra.render import checkpoint as ck
-from dynamo_infra.render import snapshot as sn
+from dynamo_infra.render.features import checkpoint as ck
+from dynamo_infra.render.features import snapshot as sn
 from tests.unit.test_render_multinode import NS, graph, worker
 
 IMAGE_16 = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1"

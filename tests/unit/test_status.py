@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dynamo_infra.render.status import (
+from dynamo_infra.render.runtime.status import (
     ComponentStatus,
     component_status,
     deployment_readiness,

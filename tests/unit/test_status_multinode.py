@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynamo_infra.render.status import (
+from dynamo_infra.render.runtime.status import (
     ComponentStatus,
     component_status,
     graph_status,

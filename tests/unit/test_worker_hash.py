@@ -21,10 +21,10 @@ from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import names
 from dynamo_infra.render.context import GraphContext
-from dynamo_infra.render.dcd import DCD_KIND, as_stored, generate_dcd
 from dynamo_infra.render.graph import graph_context, graph_worker_hash
 from dynamo_infra.render.legacy import LegacyComponent
 from dynamo_infra.render.worker_hash import hash_input, normalised_spec, worker_hash
+from dynamo_infra.render.workloads.dcd import DCD_KIND, as_stored, generate_dcd
 from tests.conftest import CORPUS, load_corpus
 
 RENDERED = CORPUS / "operator-rendered"

@@ -17,8 +17,8 @@ from dynamo_infra.api.conversion import convert_to
 from dynamo_infra.api.loader import load_yaml
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render import worker_hash
-from dynamo_infra.render.dcd import generate_dcd
 from dynamo_infra.render.graph import graph_context, graph_worker_hash
+from dynamo_infra.render.workloads.dcd import generate_dcd
 from tests.conftest import DATA
 
 GRAPH = DATA / "graphs" / "efa_compilation_cache.yaml"

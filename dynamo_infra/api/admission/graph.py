@@ -3,7 +3,7 @@ v1beta1 view (components, restart order, topology constraints, KV transfer polic
 memory service), each component's rules, and the v1alpha1 view's.
 
 Rules that need a cluster lookup (ClusterTopologyBinding domains) are not applied; the Grove pod
-name budget is checked where Grove's names are known (`render.admission`)."""
+name budget is checked where Grove's names are known (`render.checks.admission`)."""
 
 from __future__ import annotations
 
