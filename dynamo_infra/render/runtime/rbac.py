@@ -33,8 +33,9 @@ SHIPPED_NAMESPACE = "default"
 _DYNAMO = "nvidia.com"
 # An object our providers apply and own: server-side apply creates it (`create`) or updates it
 # (`patch`); `get` reads it (ownership, readiness, deletion waits); `list` finds those an interrupted
-# run left (inventory label); `delete` prunes it or destroys it.
-APPLIED = ("create", "get", "list", "patch", "delete")
+# run left (inventory label); `watch` lets readiness and deletion waits answer at once (without it
+# they poll); `delete` prunes it or destroys it.
+APPLIED = ("create", "get", "list", "watch", "patch", "delete")
 # Applied, but never looked for by label (records, adapters, claims).
 APPLIED_UNLISTED = ("create", "get", "patch", "delete")
 
