@@ -1,4 +1,5 @@
-"""Shared fixtures: paths of the repository and its test data (`tests/data/`); for the integration
+"""The test lanes (each test marked by its folder; a bare `pytest` runs the unit lane) and shared
+fixtures: paths of the repository and its test data (`tests/data/`); for the integration
 and end-to-end suites, the offline toolchain and one local control plane per test session."""
 
 from __future__ import annotations
@@ -26,6 +27,13 @@ CORPUS = DATA / "corpus"
 WHEEL_SOURCES = ("pyproject.toml", "dynamo_infra")
 # Where the run keeps the marker of the processes it starts.
 RUN_MARKER = pytest.StashKey[str]()
+# The lanes: a test's folder under tests/ is its lane, and the lane its marker (pyproject's markers).
+LANES = ("unit", "static", "integration", "e2e")
+# Lanes a bare `pytest` leaves out (uncollected: their modules are not even imported); `-m` selects
+# them, as does naming a path inside their folder. `static` is tools/static-checks' lane.
+OPT_IN_LANES = ("static", "integration", "e2e")
+# Per-test time limit of the unit lane (pytest-timeout); the other lanes keep pyproject's `timeout`.
+UNIT_TIMEOUT_S = 60
 
 
 def load_corpus(source: Path | str) -> Loaded:
@@ -76,6 +84,49 @@ def pytest_configure(config: pytest.Config) -> None:
     process the run starts is marked (`tests/leftovers.py`)."""
     signal.signal(signal.SIGTERM, _interrupted)
     config.stash[RUN_MARKER] = leftovers.mark_run()
+
+
+def lane_of(path: Path) -> str | None:
+    """The lane of a path under tests/ (its first folder there), None outside a lane's folder."""
+    try:
+        parts = path.resolve().relative_to(REPO / "tests").parts
+    except ValueError:
+        return None
+    return parts[0] if len(parts) > 1 and parts[0] in LANES else None
+
+
+def named_lanes(config: pytest.Config) -> set[str]:
+    """The lanes of the paths given on the command line (not pyproject's `testpaths`)."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return set()
+    root = config.invocation_params.dir
+    lanes = {lane_of(root / arg.split("::")[0]) for arg in config.args}
+    return {lane for lane in lanes if lane}
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without `-m`, an opt-in lane's folder is collected only when a path inside it is named."""
+    if config.option.markexpr or collection_path.parent != REPO / "tests":
+        return None
+    lane = collection_path.name
+    if lane in OPT_IN_LANES and lane not in named_lanes(config):
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test carries its lane's marker; a unit test gets the unit time limit unless it sets its
+    own or the command line (or PYTEST_TIMEOUT) sets one."""
+    timeout_given = config.getoption("timeout", None) is not None or "PYTEST_TIMEOUT" in os.environ
+    for item in items:
+        lane = lane_of(item.path)
+        if lane is None:
+            raise pytest.UsageError(
+                f"{item.nodeid}: a test lives in a lane's folder: tests/{{{','.join(LANES)}}}"
+            )
+        item.add_marker(lane)
+        if lane == "unit" and not timeout_given and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

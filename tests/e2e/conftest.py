@@ -18,12 +18,6 @@ from tools.serving import HARNESS_USER_AGENT
 GRAPHS = Path(__file__).resolve().parent / "graphs"
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/e2e/" in str(item.fspath):
-            item.add_marker(pytest.mark.e2e)
-
-
 @pytest.fixture(autouse=True)
 def _offline(offline_pulumi: None) -> None:
     """The pinned toolchain, offline (tests/conftest.py)."""

@@ -24,6 +24,7 @@ from pulumi import automation as auto
 
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient
+from tests import wait
 from tests.conftest import REPO
 from tests.e2e.conftest import GRAPHS
 from tests.integration.conftest import copy_project, make_stack, unique
@@ -46,6 +47,12 @@ REQUESTS_METRIC = re.compile(r"^dynamo_component_requests_total\{([^}]*)\}\s+([0
 LOAD_REQUESTS = 20
 # Bounded waits of the harness.
 DISCOVERY_TIMEOUT_S = 60.0
+# How often a condition on the pods is looked at.
+POLL_S = 0.25
+# Well past the discovery daemon's debounce: a model that shows up after it would have by then.
+DEBOUNCE_WINDOW_S = 3.0
+# Well past the discovery daemon's retries: a frontend that would give up has by then.
+RETRIES_WINDOW_S = 5.0
 # The Dynamo images of the graphs, whose tags the tests set to the release under test.
 DYNAMO_IMAGE = re.compile(r"(nvcr\.io/nvidia/ai-dynamo/[a-z0-9-]+):[0-9][0-9A-Za-z.+-]*")
 # The workers' canary health checks: on from runtime 1.5.0 (the render's CanaryHealthChecks gate).
@@ -202,13 +209,9 @@ def served_requests(proc: PodProcess) -> float:
     )
 
 
-def wait_until(predicate: object, timeout: float, what: str, pods: PodProcesses) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}\n{pods.logs()}")
+def wait_until(predicate: Callable[[], object], timeout: float, what: str, pods: PodProcesses) -> None:
+    """Wait for `predicate`; on timeout the pods' logs are in the failure."""
+    wait.wait_until(predicate, timeout, POLL_S, what=what, detail=pods.logs)
 
 
 def group_alive(proc: PodProcess) -> bool:
@@ -389,8 +392,7 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release:
                 url = pods.url("Frontend", "http")
                 if release == dynamo_runtime.DYNAMO_VERSION:
                     wait_until(lambda: answers(f"{url}/v1/models"), DISCOVERY_TIMEOUT_S, "the frontend", pods)
-                    # Well past the discovery daemon's debounce: still nobody to serve.
-                    time.sleep(3)
+                    wait.hold_for(DEBOUNCE_WINDOW_S, "the frontend discovers no model it could not have")
                     assert models(url) == [], "the frontend lists a model it could not have discovered"
                     with pytest.raises(RuntimeError, match="HTTP 404"):
                         chat(url, MODEL_NAME)
@@ -400,8 +402,7 @@ def test_without_the_worker_metadata_crd_nothing_serves(tmp_path: Path, release:
                                "the frontend's discovery error", pods)  # fmt: skip
                     errors = [line for line in frontend.tail(400).splitlines() if FRONTEND_LIST_ERROR in line]
                     assert re.search(r"404 (page )?not found", errors[0], re.I), errors[0]
-                    # Well past the daemon's retries: the frontend is alive and serves nothing.
-                    time.sleep(5)
+                    wait.hold_for(RETRIES_WINDOW_S, "the frontend stays alive and serves nothing")
                     assert frontend.alive() and not answers(f"{url}/v1/models"), frontend.tail(40)
                     with pytest.raises(httpx.TransportError):
                         chat(url, MODEL_NAME)

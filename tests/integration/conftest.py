@@ -15,12 +15,6 @@ from tools.localcluster import LocalCluster
 __all__ = ["copy_project", "make_stack", "unique"]
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if "tests/integration/" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
-
-
 @pytest.fixture(autouse=True)
 def _offline(offline_pulumi: None) -> None:
     """Every integration test runs the pinned toolchain offline (tests/conftest.py)."""

@@ -285,3 +285,13 @@ def patch_status(kube: KubeClient, obj: Manifest, status: Manifest) -> None:
     path = kube.resource(obj["apiVersion"], obj["kind"]).path(meta["namespace"], meta["name"]) + "/status"
     body = {"status": {"observedGeneration": live["metadata"].get("generation", 1), **status}}
     kube.request("PATCH", path, body=body, content_type="application/merge-patch+json")
+
+
+# Seconds the API server may take to serve the kinds of a CRD just applied.
+SERVED_S = 30
+
+
+def serves(cluster: LocalCluster, api_version: str, kind: str) -> bool:
+    """Whether API discovery lists the kind, asked by a fresh client (a client caches discovery)."""
+    with kube_client(cluster) as fresh:
+        return fresh.serves(api_version, kind)

@@ -35,6 +35,7 @@ from dynamo_infra.render.runtime.records import (
     RECORD_API_VERSION,
 )
 from tests.conftest import REPO
+from tests.wait import hold_for, wait_stable, wait_until
 from tools.localcluster import LocalCluster
 
 pytestmark = pytest.mark.integration
@@ -45,6 +46,10 @@ GRAPH = "g"
 ACT_S = 30.0
 # Seconds a component not owned by the agent is watched for an unwanted scale.
 QUIET_S = 3.0
+# How often a condition is looked at while waiting for the agent.
+POLL_S = 0.05
+# Seconds the DGD must stay unchanged to count as settled (the agent's last status write landed).
+SETTLED_S = 1.0
 SCALE_RULE = {"apiGroups": ["apps"], "resources": ["deployments/scale"], "verbs": ["get", "patch"]}
 # Worker: a scaling adapter (the agent's); Decode: the planner patches the DGD (the agent's);
 # Frontend: Pulumi's replicas.
@@ -160,14 +165,10 @@ def rss_bytes(pid: int) -> int:
 
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = ACT_S, agent: Agent | None = None) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(0.05)
-    tail = agent.text()[-3000:] if agent else ""
-    raise AssertionError(f"timed out waiting for {what}\n{tail}")
+    """`check`'s first truthy value; on timeout the agent's log tail is in the failure."""
+    return wait_until(
+        check, timeout, POLL_S, what=what, detail=(lambda: agent.text()[-3000:]) if agent else None
+    )
 
 
 def install_crds(kube: KubeClient, cluster: LocalCluster) -> None:
@@ -307,19 +308,18 @@ def test_a_graph_component_is_never_scaled(rig: Rig) -> None:
         lambda: (rig.dgd().get("status") or {}).get("observedGeneration") == generation,
         agent=rig.agent,
     )
-    time.sleep(QUIET_S)
+    hold_for(QUIET_S, "the agent does not scale the graph's Frontend")
     assert rig.replicas("Frontend") == 1
 
 
 def test_nothing_is_written_when_nothing_changed(rig: Rig) -> None:
     wait_for("a settled status", lambda: ready(rig.dgd().get("status") or {}, "Decode", 2), agent=rig.agent)
-    time.sleep(1.0)
-    before = rig.dgd()
+    before = wait_stable(rig.dgd, SETTLED_S, ACT_S, what="the DGD")
     # An event the agent reconciles on: a label change of a watched Deployment.
     rig.kube.apply({**stub("apps/v1", "Deployment", NS, f"{GRAPH}-worker"),
                     "metadata": {"name": f"{GRAPH}-worker", "namespace": NS, "labels": {"touched": "yes"}}},
                    manager="someone")  # fmt: skip
-    time.sleep(QUIET_S)
+    hold_for(QUIET_S, "the agent writes nothing for an event that changes nothing")
     after = rig.dgd()
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
 

@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import json
 import re
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -27,7 +26,8 @@ from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.features.checkpoint import capture_job
 from tests.conftest import CORPUS, DATA
-from tests.integration.harness import GraphStack, graph_stack, kube_client
+from tests.integration.harness import SERVED_S, GraphStack, graph_stack, kube_client, serves
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 CRD = CORPUS / "crds" / "dynamo" / "nvidia.com_dynamocheckpoints.yaml"
@@ -241,11 +241,8 @@ def crd(cluster: LocalCluster) -> Iterator[None]:
     manifest = yaml.safe_load(CRD.read_text())
     with kube_client(cluster) as kube:
         kube.apply(manifest)
-        for _ in range(60):
-            with kube_client(cluster) as fresh:
-                if fresh.serves("nvidia.com/v1alpha1", "DynamoCheckpoint"):
-                    break
-            time.sleep(0.5)
+        wait_until(lambda: serves(cluster, "nvidia.com/v1alpha1", "DynamoCheckpoint"), SERVED_S,
+                   what="DynamoCheckpoint to be served")  # fmt: skip
         yield
         kube.delete(manifest, propagation="Background")
 

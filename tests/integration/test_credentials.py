@@ -26,6 +26,7 @@ from dynamo_infra.kube.client import KubeClient
 from dynamo_infra.kube.errors import KubeError
 from tests.conftest import DATA
 from tests.integration.harness import copy_project, make_stack, unique, up
+from tests.wait import wait_until
 from tools import localpki
 from tools.localcluster import LocalCluster
 
@@ -46,6 +47,10 @@ PORTS = range(20000, 32768)
 SEED = 16
 # A worker that cannot schedule until a node carries its pool label: `up` is mid-await meanwhile.
 GRAPH = (DATA / "graphs" / "interrupt.yaml").read_text()
+# Lifetime of the token whose renewal before expiry is checked.
+SHORT_TOKEN_S = 3
+# Token renewals an `up` held mid-await must make (its token lives 4 s).
+RENEWALS = 3
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +125,12 @@ def test_exec_token_is_renewed_before_it_expires(
     cluster: LocalCluster, tokens_bound: None, tmp_path: Path
 ) -> None:
     log = tmp_path / "plugin.log"
-    conn = connection.load(str(write_kubeconfig(tmp_path, cluster, exec_user(cluster, log, 3))))
+    conn = connection.load(str(write_kubeconfig(tmp_path, cluster, exec_user(cluster, log, SHORT_TOKEN_S))))
     with KubeClient(conn) as client:
         first = whoami(client)
-        time.sleep(3.5)
+        # The plugin logs its run after it stamped the token's expiry: at most this.
+        expires = runs(log)[0]["time"] + SHORT_TOKEN_S
+        wait_until(lambda: time.time() > expires, 2 * SHORT_TOKEN_S, 0.1, what="the first token to expire")
         second = whoami(client)
         assert client.requests["POST"] == 2  # no request was refused and sent again
     assert first["username"].startswith("system:bootstrap:") and TOKEN_GROUP in first["groups"]
@@ -146,13 +153,15 @@ def test_a_refused_exec_token_runs_the_plugin_again(
         # The API server refuses the token once it expired (after its authentication cache's TTL).
         ca = base64.b64decode(admin_config(cluster)["clusters"][0]["cluster"]["certificate-authority-data"])
         with httpx.Client(verify=connection.Connection(cluster.server, ca_pem=ca).ssl_context()) as raw:
-            deadline = time.monotonic() + 120
-            while (
-                raw.get(f"{cluster.server}/api", headers={"Authorization": f"Bearer {stale}"}).status_code
-                != 401
-            ):
-                assert time.monotonic() < deadline, "the bootstrap token never expired"
-                time.sleep(1)
+            wait_until(
+                lambda: (
+                    raw.get(f"{cluster.server}/api", headers={"Authorization": f"Bearer {stale}"}).status_code
+                    == 401
+                ),
+                120,
+                1,
+                what="the API server to refuse the expired bootstrap token",
+            )
         before, sent = client.requests["GET"], time.time()
         assert client.get(DEFAULT_NS) is not None
         assert client.requests["GET"] == before + 2  # refused, then sent again with the new token
@@ -188,15 +197,21 @@ def test_pulumi_up_whose_await_outlives_the_token(
         worker.start()
         try:
             # Held: the worker cannot schedule. Several token lifetimes pass mid-await.
-            deadline = time.monotonic() + 240
-            while not any(
-                d["metadata"]["name"] != "creds-frontend" for d in admin.list("apps/v1", "Deployment", ns)
-            ):
-                assert time.monotonic() < deadline and worker.is_alive(), "no worker Deployment"
-                time.sleep(1)
+            def worker_deployment() -> bool:
+                assert worker.is_alive(), "the up ended before it applied the worker's Deployment"
+                return any(
+                    d["metadata"]["name"] != "creds-frontend" for d in admin.list("apps/v1", "Deployment", ns)
+                )
+
+            wait_until(worker_deployment, 240, 1, what="the worker Deployment")
             held = time.time()
-            time.sleep(16)
-            during = [r for r in runs(log) if held <= r["time"] <= time.time()]
+
+            def renewed_while_held() -> list[dict[str, Any]]:
+                assert worker.is_alive(), "the up ended while the worker was held"
+                during = [r for r in runs(log) if r["time"] >= held]
+                return during if len(during) >= RENEWALS else []
+
+            during = wait_until(renewed_while_held, 60, 1, what=f"{RENEWALS} token renewals mid-await")
             path = "/api/v1/nodes/kwok-gpu-0"
             admin.request("PATCH", path, body={"metadata": {"labels": {"pool": pool}}},
                           content_type="application/merge-patch+json")  # fmt: skip
@@ -212,9 +227,9 @@ def test_pulumi_up_whose_await_outlives_the_token(
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, propagation="Background"
             )
     assert result and result[0].outputs["graphs"].value["creds"]["state"] == "successful"
-    # The awaiting client renewed its 4 s token while held for 16 s (once per ~3 s, not once per
-    # client), before it expired: the API server refused none of the up's requests.
-    assert len(during) >= 3, during
+    # The awaiting client renewed its 4 s token while held (once per ~3 s, not once per client),
+    # before it expired: the API server refused none of the up's requests.
+    assert len(during) >= RENEWALS, during
     assert refused == []
 
 

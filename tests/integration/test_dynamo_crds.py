@@ -8,7 +8,6 @@ stacks install their own.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, DEFAULT
 from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
 from tests.integration.harness import make_stack, unique
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 CRD_NAME = "dynamoworkermetadatas.nvidia.com"
@@ -42,24 +42,20 @@ def managers(live: Manifest) -> set[str]:
 
 def established(kube: KubeClient) -> Manifest:
     """The CRD once the API server serves it."""
-    deadline = time.monotonic() + CRD_WAIT_S
-    while True:
+
+    def live_if_established() -> Manifest | None:
         live = kube.get(crd_stub(CRD_NAME))
         conditions = {
             c["type"]: c["status"] for c in ((live or {}).get("status") or {}).get("conditions") or []
         }
-        if live is not None and conditions.get("Established") == "True":
-            return live
-        assert time.monotonic() < deadline, f"CRD {CRD_NAME} not established: {live and live.get('status')}"
-        time.sleep(0.5)
+        return live if live is not None and conditions.get("Established") == "True" else None
+
+    return wait_until(live_if_established, CRD_WAIT_S, what=f"CRD {CRD_NAME} to be established")
 
 
 def served(kube: KubeClient, api_version: str, kind: str) -> None:
     """Wait until API discovery lists the kind (a moment after its CRD is established)."""
-    deadline = time.monotonic() + CRD_WAIT_S
-    while not kube.serves(api_version, kind):
-        assert time.monotonic() < deadline, f"{api_version} {kind} is not served"
-        time.sleep(0.5)
+    wait_until(lambda: kube.serves(api_version, kind), CRD_WAIT_S, what=f"{api_version} {kind} to be served")
 
 
 def remove_crd(kube: KubeClient) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 from pulumi import automation as auto
@@ -16,10 +14,15 @@ from benchmarks.faults import kill_plugins_of
 from dynamo_infra.kube.client import KubeClient
 from tests.conftest import DATA
 from tests.integration.harness import make_stack, unique
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 # A worker that cannot schedule until the selector is removed: `up` is mid-await for a long time.
 GRAPH = (DATA / "graphs" / "interrupt.yaml").read_text()
+# The names of the worker's Deployment and pods begin so.
+WORKER = "intr-worker-"
+# Seconds `up` may take to apply the graph's objects (and the scheduler to place its pods).
+APPLY_S = 90
 
 
 def setup_stack(project: Path, cluster: LocalCluster, pool: str) -> tuple[auto.Stack, Path, str]:
@@ -40,15 +43,27 @@ def cli_up(project: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def wait_for(check: Callable[[], bool], timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.5)
-
-
 def names(kube: KubeClient, ns: str, api_version: str, kind: str) -> list[str]:
     return sorted(o["metadata"]["name"] for o in kube.list(api_version, kind, ns))
+
+
+def worker_applied(kube: KubeClient, ns: str) -> None:
+    """Wait until the worker's Deployment is applied (`up` is past the apply of the graph's objects)."""
+    wait_until(
+        lambda: any(n.startswith(WORKER) for n in names(kube, ns, "apps/v1", "Deployment")),
+        APPLY_S,
+        what="the worker's Deployment",
+    )
+
+
+def worker_unschedulable(kube: KubeClient, ns: str) -> bool:
+    """Whether the scheduler reported the worker's pod unschedulable (`up` awaits it from then on)."""
+    return any(
+        c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable"
+        for pod in kube.list("v1", "Pod", ns)
+        if pod["metadata"]["name"].startswith(WORKER)
+        for c in (pod.get("status") or {}).get("conditions") or []
+    )
 
 
 def converge_and_check(stack: auto.Stack, graph: Path, kube: KubeClient, ns: str) -> None:
@@ -69,8 +84,8 @@ def test_killed_pulumi_up_converges(cluster: LocalCluster, kube: KubeClient, pro
     stack, graph, ns = setup_stack(project, cluster, "nowhere")
     proc = cli_up(project)
     # Kill it while it awaits the worker that cannot schedule (its Deployment already applied).
-    wait_for(lambda: any(n.startswith("intr-worker-") for n in names(kube, ns, "apps/v1", "Deployment")))
-    time.sleep(2)
+    worker_applied(kube, ns)
+    wait_until(lambda: worker_unschedulable(kube, ns), APPLY_S, what="the worker's pod to be unschedulable")
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(30)
     kill_plugins_of(project)
@@ -84,7 +99,7 @@ def test_api_server_outage_mid_apply_converges(
 ) -> None:
     stack, graph, ns = setup_stack(project, cluster, "nowhere")
     proc = cli_up(project)
-    wait_for(lambda: any(n.startswith("intr-worker-") for n in names(kube, ns, "apps/v1", "Deployment")))
+    worker_applied(kube, ns)
     cluster.kill("kube-apiserver")
     try:
         out, _ = proc.communicate(timeout=240)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import random
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from moto.server import ThreadedMotoServer
 from pulumi import automation as auto
 
 from tests.integration.harness import TAIL, copy_project, destroy, make_stack, unique, up
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster, port_is_free
 
 # Region of the fake S3 endpoint (any region: moto serves them all).
@@ -165,9 +165,8 @@ def test_a_second_up_is_refused_by_the_lock(s3_stack: S3Stack) -> None:
     thread = threading.Thread(target=run_first)
     thread.start()
     try:
-        deadline = time.monotonic() + LOCK_WAIT
-        while not bucket.keys(LOCKS) and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: bucket.keys(LOCKS) or not thread.is_alive(), LOCK_WAIT, 0.05,
+                   what="the first up to take the lock")  # fmt: skip
         assert bucket.keys(LOCKS), f"the first up never held the lock: {first}"
         with pytest.raises(auto.errors.CommandError) as refused:
             stack.up(on_output=lambda _: None)

@@ -8,7 +8,6 @@ writes the status it would."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,7 +23,8 @@ from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.render import render_graph
 from dynamo_infra.render.features import snapshot as sn
 from tests.conftest import CORPUS
-from tests.integration.harness import graph_stack, kube_client, preview_failure
+from tests.integration.harness import SERVED_S, graph_stack, kube_client, preview_failure, serves
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 CRDS = sorted((CORPUS / "crds" / "snapshot").glob("*.yaml"))
@@ -176,11 +176,11 @@ def snapshot_api(cluster: LocalCluster) -> Iterator[None]:
     with kube_client(cluster) as kube:
         for manifest in manifests:
             kube.apply(manifest)
-        for _ in range(60):
-            with kube_client(cluster) as fresh:
-                if all(fresh.serves(sn.API_VERSION, k) for k in (sn.SNAPSHOT_JOB, sn.POD_SNAPSHOT)):
-                    break
-            time.sleep(0.5)
+        wait_until(
+            lambda: all(serves(cluster, sn.API_VERSION, k) for k in (sn.SNAPSHOT_JOB, sn.POD_SNAPSHOT)),
+            SERVED_S,
+            what="the snapshot kinds to be served",
+        )
         yield
         for manifest in manifests:
             kube.delete(manifest, propagation="Background")

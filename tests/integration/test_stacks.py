@@ -43,6 +43,7 @@ from dynamo_infra.render.components.planner import PLANNER_SERVICE_ACCOUNT
 from dynamo_infra.render.runtime.status import deployment_readiness
 from tests.conftest import REPO
 from tests.integration.harness import copy_project, play_grove
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 # The example stacks, in the order they run.
@@ -123,10 +124,12 @@ def stacks_project(tmp_path_factory: pytest.TempPathFactory, cluster: LocalClust
 
 
 def wait_deployments(kube: KubeClient, run: StackRun) -> None:
-    deadline = time.monotonic() + DEPLOYMENTS_READY_S
-    while not all(deployment_readiness(d).ready for d in kube.list("apps/v1", "Deployment", run.namespace)):
-        assert time.monotonic() < deadline, "Deployments (kwok pods) did not become available"
-        time.sleep(1)
+    wait_until(
+        lambda: all(deployment_readiness(d).ready for d in kube.list("apps/v1", "Deployment", run.namespace)),
+        DEPLOYMENTS_READY_S,
+        1,
+        what="the Deployments (kwok pods) to become available",
+    )
 
 
 def allocated_claims(kube: KubeClient, namespace: str) -> list[Manifest]:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,7 @@ from dynamo_infra.reconcile.takeover import (
 from dynamo_infra.render.runtime.status import deployment_readiness
 from tests.conftest import CORPUS
 from tests.integration.harness import copy_project, destroy, kube_client, make_stack, namespace_object, up
+from tests.wait import wait_until
 from tools.localcluster import LocalCluster
 
 GRAPH = CORPUS / "graphs" / "v1alpha1" / "vllm__agg.yaml"
@@ -70,17 +70,16 @@ OPERATOR_VERSION = v1beta1.API_VERSION
 STORED_VERSION = v1alpha1.API_VERSION
 # How long the kwok pods, and the garbage collector, may take.
 SETTLE_S = 90
+# How often they are looked at.
+POLL_S = 1.0
 
 
 def docs(path: Path) -> list[Manifest]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def wait_for(what: str, done: Any, timeout: float = SETTLE_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"{what} after {timeout:.0f}s"
-        time.sleep(1)
+def wait_for(what: str, done: Any) -> None:
+    wait_until(done, SETTLE_S, POLL_S, what=what)
 
 
 def crd_as_the_chart_installs_it(doc: Manifest, conversion: Manifest | None = None) -> Manifest:
