@@ -71,7 +71,7 @@ def test_static_checks_run_every_tool_before_the_pytest_lanes() -> None:
     steps = [
         shlex.split(line.partition("step ")[2])
         for line in static.splitlines()
-        if line.startswith("step ") or " step " in line
+        if line.startswith("step ") or (not line.startswith("#") and " step " in line)
     ]
     assert [[Path(s[0]).name, *s[1:]] for s in steps] == [
         ["ruff", "format", "--check", "."],
