@@ -15,7 +15,7 @@ STAND_IN_IMAGE = "test.invalid/dynamo:1.4.0-test"
 
 
 def docs(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if d]
 
 
 def expected_of(scenario: Path, kinds: set[str]) -> list[dict[str, Any]]:

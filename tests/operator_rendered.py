@@ -110,7 +110,7 @@ Key = tuple[str, str]
 
 
 def docs(path: Path) -> list[Manifest]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return [d for d in yaml.load_all(path.read_text(), Loader=yaml.CSafeLoader) if d]
 
 
 def normalised(obj: Manifest) -> Manifest:

@@ -88,19 +88,21 @@ def test_render_is_deterministic_and_the_stream_holds_every_file(
     out = tmp_path / "out"
     render([graph, "--out", str(out)], capsys)
     files = sorted(out.rglob("*.yaml"))
-    in_files = [d for p in files for d in yaml.safe_load_all(p.read_text()) if d]
-    in_stream = [d for d in yaml.safe_load_all(first) if d]
+    in_files = [d for p in files for d in yaml.load_all(p.read_text(), Loader=yaml.CSafeLoader) if d]
+    in_stream = [d for d in yaml.load_all(first, Loader=yaml.CSafeLoader) if d]
     key = lambda d: (d["kind"], d["metadata"]["name"])  # noqa: E731
     assert sorted(map(key, in_stream)) == sorted(map(key, in_files)) and len(in_stream) == len(in_files) > 0
 
 
 def test_graph_files_render_with_cluster_options_and_no_platform(capsys: pytest.CaptureFixture[str]) -> None:
     text = render([str(REPO / "examples" / "mocker-agg.yaml"), "--cluster", '{"namespace": "x"}'], capsys)
-    docs = [d for d in yaml.safe_load_all(text) if d]
+    docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d]
     assert "Namespace" not in {d["kind"] for d in docs}
     assert {d["metadata"].get("namespace") for d in docs} == {"x"}
     namespaced = render([str(REPO / "examples" / "mocker-agg.yaml"), "--namespace", "y"], capsys)
-    assert {d["metadata"].get("namespace") for d in yaml.safe_load_all(namespaced) if d} == {"y"}
+    assert {
+        d["metadata"].get("namespace") for d in yaml.load_all(namespaced, Loader=yaml.CSafeLoader) if d
+    } == {"y"}
 
 
 def test_field_changes_walk_only_what_was_rendered() -> None:
