@@ -72,7 +72,7 @@ def test_a_stack_renders_one_file_per_part_with_its_platform(
         "mocker-agg/_records.yaml",
         "mocker-agg/_shared.yaml",
     ]
-    platform = [d for d in yaml.safe_load_all((out / "_platform.yaml").read_text()) if d]
+    platform = [d for d in yaml.load_all((out / "_platform.yaml").read_text(), Loader=yaml.CSafeLoader) if d]
     assert platform[0]["kind"] == "Namespace" and platform[0]["metadata"]["name"] == "team-a"
     assert "CustomResourceDefinition" in {d["kind"] for d in platform}
     worker = yaml.safe_load((out / "mocker-agg" / "MockerWorker.yaml").read_text().split("---")[0])
