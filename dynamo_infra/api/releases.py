@@ -137,8 +137,3 @@ GATES: tuple[Gate, ...] = (
     PLANNER_DGD_COMPONENT_STATUS,
     RUNTIME_SIDECAR,
 )
-
-
-def enabled_gates(version: RuntimeVersion | None) -> tuple[str, ...]:
-    """Names of the gates on for `version` (for messages and the CLI)."""
-    return tuple(g.name for g in GATES if g.enabled(version))
