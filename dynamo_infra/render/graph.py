@@ -27,7 +27,7 @@ from dynamo_infra.render.features.volumes import pvcs, required_pvcs
 from dynamo_infra.render.legacy import legacy_of
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
 from dynamo_infra.render.rendered import PATHWAY_COMPONENTS, PATHWAY_GROVE, RenderedComponent, RenderedGraph
-from dynamo_infra.render.workloads import grove, lws
+from dynamo_infra.render.workloads import capture, grove, lws
 from dynamo_infra.render.workloads.dcd import as_stored, generate_dcd
 from dynamo_infra.render.workloads.deployment import model_service, replicas
 from dynamo_infra.render.workloads.table import component_objects, workload_kind
@@ -137,7 +137,7 @@ def _checkpoint_for(
         return None, None
     if snapshot.applies(ctx):
         own = (c.pod_template.to_wire().get("metadata") if c.pod_template else None) or {}
-        return snapshot.checkpoint_object(ctx, own), snapshot.status_entry(ctx)
+        return capture.checkpoint_object(ctx, own), capture.status_entry(ctx)
     name = checkpoint.managed_name(g, c, whash)
     pod = with_default_service_account(
         pod_spec(replace(ctx, checkpoint_ready=None), placement(ctx, lws.DEPLOYER))

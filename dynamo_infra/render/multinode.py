@@ -47,6 +47,35 @@ class Deployer(Protocol):
     def host_names(self, component: str, nodes: int) -> list[str]: ...
 
 
+# Env LWS sets in every pod: the leader's address and this pod's index in its group.
+LWS_LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
+LWS_WORKER_INDEX = "$(LWS_WORKER_INDEX)"
+
+
+class LWSDeployer:
+    """Leader address and rank from the env LWS injects; worker hosts derived from the leader's."""
+
+    def leader_hostname(self, component: str) -> str:
+        return LWS_LEADER_ADDRESS
+
+    def node_rank(self) -> tuple[str, bool]:
+        return LWS_WORKER_INDEX, False
+
+    def pod_rank(self) -> str:
+        return LWS_WORKER_INDEX
+
+    def needs_dns_wait(self) -> bool:
+        return True
+
+    def host_names(self, component: str, nodes: int) -> list[str]:
+        workers = [f"$(echo \"$LWS_LEADER_ADDRESS\" | sed 's/\\./-{i}\\./')" for i in range(1, nodes)]
+        return [LWS_LEADER_ADDRESS, *workers]
+
+
+# LWS addressing (the DCD controller's for every pod, Deployment or LeaderWorkerSet).
+LWS_DEPLOYER = LWSDeployer()
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a pod spec goes: its role, the group size and the orchestrator's addressing."""

@@ -3,18 +3,14 @@
 The graph counts every import statement: at module level, under `if TYPE_CHECKING:` and inside
 functions. An import inside a function is no way around a circle; the providers' light Check and Diff
 need none (a provider names its calls module and `reconcile.base` imports it by name, checked below).
-The only imports exempted are those in IN_FUNCTION_RECURSION: each closes a recursion of functions
-across modules, which no arrangement of modules can break.
+No import is exempted.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
-import inspect
 import pkgutil
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +21,6 @@ import dynamo_infra
 from dynamo_infra.reconcile import base
 
 ROOT = "dynamo_infra"
-# (importer, imported, why): imports made inside a function to close a recursion of functions.
-IN_FUNCTION_RECURSION = (
-    (
-        "dynamo_infra.render.features.snapshot",
-        "dynamo_infra.render.podspec",
-        "a pod's restore annotation names its capture, whose ID hashes the pod spec rendered without it",
-    ),
-    (
-        "dynamo_infra.render.features.snapshot",
-        "dynamo_infra.render.workloads.lws",
-        "the same capture's placement",
-    ),
-)
 # Modules the main layers contract need not cover: the package root, which exports lazily.
 UNLAYERED = {ROOT}
 
@@ -93,10 +76,7 @@ def test_cycles_finds_a_circle_and_only_a_circle() -> None:
 
 
 def test_no_import_circle_in_the_package(graph: grimp.ImportGraph) -> None:
-    edges = internal_edges(graph)
-    for importer, imported, _why in IN_FUNCTION_RECURSION:
-        edges[importer].discard(imported)
-    found = cycles(edges)
+    found = cycles(internal_edges(graph))
     chains = [
         [
             *(graph.find_shortest_chain(importer=c[0], imported=c[1]) or ()),
@@ -106,28 +86,6 @@ def test_no_import_circle_in_the_package(graph: grimp.ImportGraph) -> None:
     ]
     assert found == [], "import circles:\n" + "\n".join(
         f"{c}\n  e.g. {' -> '.join(chain)}" for c, chain in zip(found, chains, strict=True)
-    )
-
-
-def _function_import_lines(module: str) -> Iterator[int]:
-    """Line numbers of the import statements inside functions of a module."""
-    path = Path(inspect.getfile(importlib.import_module(module)))
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Import | ast.ImportFrom):
-                    yield inner.lineno
-
-
-@pytest.mark.parametrize(("importer", "imported", "why"), IN_FUNCTION_RECURSION, ids=lambda v: v[:40])
-def test_each_exempted_import_is_still_made_and_only_inside_a_function(
-    graph: grimp.ImportGraph, importer: str, imported: str, why: str
-) -> None:
-    details = graph.get_import_details(importer=importer, imported=imported)
-    assert details, f"{importer} no longer imports {imported}: drop it from IN_FUNCTION_RECURSION"
-    in_functions = set(_function_import_lines(importer))
-    assert {d["line_number"] for d in details} <= in_functions, (
-        f"{importer} imports {imported} at module level"
     )
 
 

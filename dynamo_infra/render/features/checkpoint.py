@@ -223,12 +223,11 @@ def _target(ctx: ComponentContext) -> str:
 def restore_target_metadata(ctx: ComponentContext) -> tuple[dict[str, str], dict[str, str]]:
     """ApplyRestoreTargetMetadata: pod labels and annotations of a restore target (else empty).
 
-    A `checkpointRef` names a checkpoint whose ID only the cluster knows: no ID label then.
+    A `checkpointRef` names a checkpoint whose ID only the cluster knows: no ID label then. Through the
+    snapshot API (`workloads.capture.restore_target_metadata`) the annotations name the capture instead.
     """
-    if not restores_in_template(ctx):
+    if not restores_in_template(ctx) or snapshot.applies(ctx):
         return {}, {}
-    if snapshot.applies(ctx):
-        return {}, snapshot.restore_annotations(ctx)
     labels = {LABEL_RESTORE_TARGET: "true"}
     if not (ctx.checkpoint or {}).get("checkpointRef"):
         labels[LABEL_CHECKPOINT_ID] = checkpoint_id(

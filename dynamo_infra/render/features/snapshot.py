@@ -21,13 +21,11 @@ DGDCheckpointID and EnsureRestoreStartupProbe, `internal/consts`, and ai-dynamo/
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 from typing import Any
 
 from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.api.releases import SNAPSHOT_API_CHECKPOINTS
-from dynamo_infra.render import names
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
 from dynamo_infra.render.go import gojson
 
@@ -255,126 +253,8 @@ def compatibility_hash(
     return hashlib.sha256(encoder.marshal(contract, _CONTRACT).encode()).hexdigest()
 
 
-def _unsupported(ctx: ComponentContext, message: str) -> DynamoValidationError:
+def unsupported(ctx: ComponentContext, message: str) -> DynamoValidationError:
     return DynamoValidationError([Problem(f"spec.components[{ctx.name}].experimental.checkpoint", message)])
-
-
-def capture_template(ctx: ComponentContext, pod_metadata: Manifest | None = None) -> Manifest:
-    """buildCheckpointJobPodTemplate: the component's pod as its defaults render it without experimental
-    features or the frontend sidecar, one node, only the target container, never restarted; the
-    labels and annotations of the graph component's pod template (`pod_metadata`), then the graph,
-    component and worker-generation labels (metadata is not part of the compatibility hash)."""
-    from dynamo_infra.render.podspec import placement, pod_spec
-    from dynamo_infra.render.workloads import lws
-
-    if ctx.gms is not None:
-        raise _unsupported(ctx, "dynamo-infra does not render SnapshotJobs of a GPU memory service component")
-    plain = {k: v for k, v in ctx.spec.items() if k not in ("experimental", "frontendSidecar")}
-    job_ctx = replace(ctx, spec=plain, checkpoint_ready=None)
-    pod = pod_spec(job_ctx, replace(placement(job_ctx, lws.DEPLOYER), nodes=1))
-    target = target_container(ctx)
-    kept = [c for c in pod.get("containers") or [] if c.get("name") == target]
-    if not kept:
-        raise _unsupported(ctx, f"checkpoint target container {target!r} not found")
-    pod = {**pod, "containers": kept, "restartPolicy": "Never"}
-    if ctx.k8s_discovery and not pod.get("serviceAccountName"):
-        pod["serviceAccountName"] = names.discovery_service_account(ctx.parent_name)
-    overrides = (((ctx.checkpoint or {}).get("job") or {}).get("podTemplate") or {}).get("metadata") or {}
-    own = pod_metadata or {}
-    labels = {
-        **(own.get("labels") or {}),
-        names.LABEL_COMPONENT: ctx.name,
-        **(overrides.get("labels") or {}),
-        names.LABEL_GRAPH: ctx.parent_name,
-    }
-    if ctx.is_worker and ctx.worker_hash:
-        labels[names.LABEL_WORKER_HASH] = ctx.worker_hash
-    annotations = {**(own.get("annotations") or {}), **(overrides.get("annotations") or {})}
-    meta: Manifest = {"labels": dict(sorted(labels.items()))}
-    if annotations:
-        meta["annotations"] = dict(sorted(annotations.items()))
-    return {"metadata": meta, "spec": pod}
-
-
-def _capture(ctx: ComponentContext, pod_metadata: Manifest | None = None) -> tuple[Manifest, str, str]:
-    """The capture template, its compatibility hash and the checkpoint ID of an automatic capture."""
-    from dynamo_infra.render.backends.table import backend_framework
-
-    template = capture_template(ctx, pod_metadata)
-    compat = compatibility_hash(template["spec"], target_container(ctx), backend_framework(ctx))
-    worker_hash = (ctx.worker_hash or "") if ctx.is_worker else ""
-    return template, compat, checkpoint_id(ctx.namespace, ctx.parent_name, "", ctx.name, worker_hash, compat)
-
-
-def source_name(ctx: ComponentContext) -> str:
-    """The PodSnapshot a component restores from: its `checkpointRef`, else its automatic capture's."""
-    ref = str((ctx.checkpoint or {}).get("checkpointRef") or "").strip()
-    return ref or NAME_PREFIX + _capture(ctx)[2]
-
-
-def snapshot_job(ctx: ComponentContext, pod_metadata: Manifest | None = None) -> Manifest | None:
-    """buildAutomaticSnapshotJob (none with `checkpointRef`). The DGD's UID is known only in the
-    cluster: it is left out of the checkpoint ID and the owner annotation is empty."""
-    config = ctx.checkpoint or {}
-    if str(config.get("checkpointRef") or "").strip():
-        return None
-    template, compat, ckpt_id = _capture(ctx, pod_metadata)
-    labels = {names.LABEL_GRAPH: ctx.parent_name, names.LABEL_COMPONENT: ctx.name}
-    if ctx.is_worker and ctx.worker_hash:
-        labels[names.LABEL_WORKER_HASH] = ctx.worker_hash
-    policy = str(config.get("deletionPolicy") or DEFAULT_DELETION_POLICY)
-    annotations = {ANNOTATION_AUTO: "true", ANNOTATION_DELETION_POLICY: policy, ANNOTATION_OWNER_UID: ""}
-    snapshot_annotations = {
-        **annotations,
-        ANNOTATION_COMPATIBILITY_VERSION: COMPATIBILITY_VERSION,
-        ANNOTATION_COMPATIBILITY_HASH: compat,
-        ANNOTATION_GMS_MODE: GMS_MODE_DISABLED,
-    }
-    return {
-        "apiVersion": API_VERSION,
-        "kind": SNAPSHOT_JOB,
-        "metadata": {
-            "name": NAME_PREFIX + ckpt_id,
-            "namespace": ctx.namespace,
-            "labels": dict(sorted(labels.items())),
-            "annotations": dict(sorted(annotations.items())),
-        },
-        "spec": {
-            "podTemplate": template,
-            "activeDeadlineSeconds": ACTIVE_DEADLINE_S,
-            "podSnapshotTemplate": {
-                "metadata": {
-                    "labels": dict(sorted(labels.items())),
-                    "annotations": dict(sorted(snapshot_annotations.items())),
-                },
-                "targetContainers": [target_container(ctx)],
-            },
-        },
-    }
-
-
-def snapshot_reference(ctx: ComponentContext) -> Manifest | None:
-    """The PodSnapshot a `checkpointRef` names, as the provider looks it up (never applied)."""
-    ref = str((ctx.checkpoint or {}).get("checkpointRef") or "").strip()
-    if not ref:
-        return None
-    labels = {names.LABEL_GRAPH: ctx.parent_name, names.LABEL_COMPONENT: ctx.name}
-    return {
-        "apiVersion": API_VERSION,
-        "kind": POD_SNAPSHOT,
-        "metadata": {"name": ref, "namespace": ctx.namespace, "labels": labels},
-    }
-
-
-def checkpoint_object(ctx: ComponentContext, pod_metadata: Manifest | None = None) -> Manifest | None:
-    """What the checkpoint provider reconciles for the component: its SnapshotJob or PodSnapshot
-    (`pod_metadata`: the graph component's pod-template metadata)."""
-    return snapshot_job(ctx, pod_metadata) or snapshot_reference(ctx)
-
-
-def status_entry(ctx: ComponentContext) -> Manifest:
-    """`status.checkpoints[component]` (ComponentCheckpointStatus: checkpointName, ready)."""
-    return {"checkpointName": source_name(ctx), "ready": bool(ctx.checkpoint_ready)}
 
 
 def restores(ctx: ComponentContext) -> bool:
@@ -382,21 +262,10 @@ def restores(ctx: ComponentContext) -> bool:
     return ctx.options.checkpoint.enabled and applies(ctx) and bool(ctx.checkpoint_ready)
 
 
-def _destinations(ctx: ComponentContext) -> list[str]:
+def destinations(ctx: ComponentContext) -> list[str]:
     """Restore destinations: the target container (failover with a checkpoint, whose engines would all
     be destinations, is refused by admission in 1.6)."""
     return [target_container(ctx)]
-
-
-def restore_annotations(ctx: ComponentContext) -> dict[str, str]:
-    """Snapshot's restore annotations of a restored pod (empty until the snapshot is Ready)."""
-    if not restores(ctx):
-        return {}
-    source, destinations = target_container(ctx), _destinations(ctx)
-    out = {ANNOTATION_RESTORE_FROM: source_name(ctx)}
-    if destinations != [source]:
-        out[ANNOTATION_RESTORE_CONTAINER_MAP] = ",".join(sorted(f"{source}={d}" for d in destinations))
-    return out
 
 
 def _restore_startup(container: Manifest) -> Manifest:
@@ -430,9 +299,9 @@ def restore_pod_spec(ctx: ComponentContext, pod: Manifest) -> Manifest:
     """The pod spec as the operator's restore webhook shapes it (podcontract.Build + Dynamo standby)."""
     if not restores(ctx):
         return pod
-    destinations = set(_destinations(ctx))
+    targets = set(destinations(ctx))
     containers = [
-        _restore_container(c) if c.get("name") in destinations else c for c in pod.get("containers") or []
+        _restore_container(c) if c.get("name") in targets else c for c in pod.get("containers") or []
     ]
     volumes = [*(pod.get("volumes") or [])]
     if not any(v.get("name") == CONTROL_VOLUME for v in volumes):

@@ -10,6 +10,7 @@ from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext
 from dynamo_infra.render.features import checkpoint
 from dynamo_infra.render.multinode import Deployer, Role
 from dynamo_infra.render.podspec import placement, pod_spec, with_default_service_account
+from dynamo_infra.render.workloads import capture
 
 # Rolling-update bounds when the component's annotations set none.
 DEFAULT_MAX_SURGE = "25%"
@@ -113,7 +114,7 @@ def _metadata(
 
 def pod_template(ctx: ComponentContext, deployer: Deployer, role: Role = Role.MAIN) -> Manifest:
     """generatePodTemplateSpec of the DCD controller: pod labels and annotations, role's pod spec."""
-    restore_labels, restore_annotations = checkpoint.restore_target_metadata(ctx)
+    restore_labels, restore_annotations = capture.restore_target_metadata(ctx)
     annotations = {
         **kube_annotations(ctx),
         **checkpoint.restore_candidate_annotations(ctx),

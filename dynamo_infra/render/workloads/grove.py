@@ -21,7 +21,7 @@ from dynamo_infra.render.context import DISCOVERY_KUBERNETES, ComponentContext, 
 from dynamo_infra.render.features import checkpoint, gms, kvtransfer
 from dynamo_infra.render.multinode import Placement, Role, gpu_count, gpu_limit, with_empty_resources
 from dynamo_infra.render.podspec import pod_spec
-from dynamo_infra.render.workloads import grove_override
+from dynamo_infra.render.workloads import capture, grove_override
 from dynamo_infra.render.workloads.schedulers import scheduler_for
 
 API_VERSION = "grove.io/v1alpha1"
@@ -241,7 +241,7 @@ def clique_labels(g: GraphContext, m: Member, role: Role) -> dict[str, str]:
     if ctx.inter_pod_failover and role != Role.GMS:
         labels[names.LABEL_FAILOVER_ENGINE_GROUP_MEMBER] = "true"
     if role != Role.GMS:
-        labels.update(checkpoint.restore_target_metadata(ctx)[0])
+        labels.update(capture.restore_target_metadata(ctx)[0])
     return dict(sorted(labels.items()))
 
 
@@ -261,7 +261,7 @@ def clique_annotations(g: GraphContext, m: Member, role: Role, ready: bool | Non
         out.update(kvtransfer.topology_annotations(policy))
     if role != Role.GMS:
         out.update(checkpoint.restore_candidate_annotations(ctx))
-        out.update(checkpoint.restore_target_metadata(ctx)[1])
+        out.update(capture.restore_target_metadata(ctx)[1])
     restart_at = g.restart_at.get(c.name)
     if restart_at:
         out[names.ANNOTATION_RESTART_AT] = restart_at

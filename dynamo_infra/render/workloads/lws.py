@@ -1,5 +1,6 @@
 """LeaderWorkerSet pathway (DCD controller): one LeaderWorkerSet `{dcd}-0` per multinode component,
-LWS scaling the groups natively; and LWS addressing, which the DCD controller uses for every pod."""
+LWS scaling the groups natively. LWS addressing, which the DCD controller uses for every pod, is
+`multinode.LWSDeployer`."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dynamo_infra.api import DynamoValidationError, Problem
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.render import names, roles
 from dynamo_infra.render.context import MAIN_CONTAINER, ComponentContext
-from dynamo_infra.render.multinode import Role, with_empty_resources
+from dynamo_infra.render.multinode import LWS_DEPLOYER, Role, with_empty_resources
 from dynamo_infra.render.workloads.deployment import kube_labels, pod_template, replicas
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
@@ -16,33 +17,8 @@ KIND = "LeaderWorkerSet"
 STARTUP_POLICY = "LeaderCreated"
 # Label of the per-replica LeaderWorkerSets of older operators (pruned when found).
 LEGACY_INSTANCE_ID_LABEL = "instance-id"
-# Env LWS sets in every pod: the leader's address and this pod's index in its group.
-LEADER_ADDRESS = "$(LWS_LEADER_ADDRESS)"
-WORKER_INDEX = "$(LWS_WORKER_INDEX)"
-
-
-class LWSDeployer:
-    """Leader address and rank from the env LWS injects; worker hosts derived from the leader's."""
-
-    def leader_hostname(self, component: str) -> str:
-        return LEADER_ADDRESS
-
-    def node_rank(self) -> tuple[str, bool]:
-        return WORKER_INDEX, False
-
-    def pod_rank(self) -> str:
-        return WORKER_INDEX
-
-    def needs_dns_wait(self) -> bool:
-        return True
-
-    def host_names(self, component: str, nodes: int) -> list[str]:
-        workers = [f"$(echo \"$LWS_LEADER_ADDRESS\" | sed 's/\\./-{i}\\./')" for i in range(1, nodes)]
-        return [LEADER_ADDRESS, *workers]
-
-
 # The DCD controller renders every pod (Deployment or LWS) with LWS addressing.
-DEPLOYER = LWSDeployer()
+DEPLOYER = LWS_DEPLOYER
 
 
 def name(ctx: ComponentContext) -> str:
