@@ -288,7 +288,12 @@ def graph_context(
 
 
 def keep_running_generation(
-    dgd: AnyDGD, options: ClusterOptions, namespace: str | None, running_worker_hash: str | None
+    dgd: AnyDGD,
+    options: ClusterOptions,
+    namespace: str | None,
+    running_worker_hash: str | None,
+    *,
+    worker_hash_of: Callable[[ClusterOptions], str] | None = None,
 ) -> ClusterOptions:
     """The options to render a deployed graph with, so that upgrading this package restarts nothing.
 
@@ -296,13 +301,15 @@ def keep_running_generation(
     hash) is what the operator at our pin gives its spec, and not what the runtime-version gates
     give, was deployed by a dynamo-infra without them: it keeps rendering so until its workers change
     (a new generation then follows its runtime's release). Otherwise `options` as they are.
+    `worker_hash_of(options)`: the graph's worker hash with those options (default: computed here).
     """
     if not running_worker_hash or not options.runtime_version_gates:
         return options
-    if graph_worker_hash(graph_context(dgd, options, namespace)) == running_worker_hash:
+    hash_of = worker_hash_of or (lambda o: graph_worker_hash(graph_context(dgd, o, namespace)))
+    if hash_of(options) == running_worker_hash:
         return options
     held = options.model_copy(update={"runtime_version_gates": False})
-    return held if graph_worker_hash(graph_context(dgd, held, namespace)) == running_worker_hash else options
+    return held if hash_of(held) == running_worker_hash else options
 
 
 def render_graph(
