@@ -107,27 +107,35 @@ def _defaulting_of(schema: dict[str, Any]) -> _Defaulting:
     return found
 
 
-def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
+def apply_defaults(data: Any, schema: dict[str, Any]) -> bool:
     """Structural defaulting, in place: each absent (or non-nullable null) property with a schema
     `default` gets a copy of it, at every depth (defaults of defaults included); other nulls of
-    non-nullable properties are dropped."""
+    non-nullable properties are dropped. Whether it changed `data`."""
+    changed = False
     if isinstance(data, dict):
         d = _defaulting_of(schema)
         for key, default in d.defaults:
-            if key not in data or (data[key] is None and key in d.not_nullable):
+            if key not in data:
                 data[key] = copy_json(default)
-        for key in [k for k, v in data.items() if v is None and k in d.drop_null]:
+                changed = True
+            elif data[key] is None and key in d.not_nullable:
+                data[key] = copy_json(default)
+                changed = changed or default is not None
+        dropped = [k for k, v in data.items() if v is None and k in d.drop_null]
+        for key in dropped:
             del data[key]
+        changed = changed or bool(dropped)
         for key, value in data.items():
             if isinstance(value, dict | list):
                 sub = d.properties.get(key, d.extra)
                 if sub is not None:
-                    apply_defaults(value, sub)
+                    changed = apply_defaults(value, sub) or changed
     elif isinstance(data, list):
         items = _defaulting_of(schema).items
         if items is not None:
             for value in data:
-                apply_defaults(value, items)
+                changed = apply_defaults(value, items) or changed
+    return changed
 
 
 def prune_nulls(data: Any, schema: dict[str, Any]) -> None:
