@@ -213,7 +213,14 @@ def _ordered_like(original: Any, value: Any) -> Any:
     """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
     if isinstance(original, dict) and isinstance(value, dict):
         keys = [k for k in original if k in value] + [k for k in value if k not in original]
-        return {k: _ordered_like(original.get(k), value[k]) for k in keys}
+        # Only containers are reordered: a scalar is itself.
+        return {
+            k: _ordered_like(original.get(k), v) if isinstance(v := value[k], dict | list) else v
+            for k in keys
+        }
     if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
-        return [_ordered_like(o, v) for o, v in zip(original, value, strict=True)]
+        return [
+            _ordered_like(o, v) if isinstance(v, dict | list) else v
+            for o, v in zip(original, value, strict=True)
+        ]
     return value
