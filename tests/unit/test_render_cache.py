@@ -3,6 +3,7 @@ anew, and no caller can change what another gets."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,6 +57,10 @@ def test_a_hit_is_the_same_rendering(calls: dict[str, int]) -> None:
     again = cache.rendered(dgd(), OPTIONS, "n")
     assert calls["render"] == 1
     assert again == first == render_graph(dgd(), OPTIONS, "n")
+    # Byte for byte, keys in the same order.
+    assert json.dumps([o for c in again.components.values() for o in (c.dcd, *c.objects)]) == json.dumps(
+        [o for c in first.components.values() for o in (c.dcd, *c.objects)]
+    )
     assert cache.reviewed(dgd(), OPTIONS, "n") == cache.reviewed(dgd(), OPTIONS, "n")
     assert calls["review"] == 1
 
