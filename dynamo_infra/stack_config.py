@@ -18,8 +18,7 @@ from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.kube import kubeconfig
 from dynamo_infra.platform_options import PlatformOptions
-from dynamo_infra.render import render_graph
-from dynamo_infra.render.checks.admission import review_graph
+from dynamo_infra.render import cache
 from dynamo_infra.render.components.epp import has_epp
 from dynamo_infra.render.graph import has_multinode_component
 
@@ -170,7 +169,7 @@ def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[An
     controllers would refuse (a multinode component with no orchestrator, a feature the cluster lacks,
     a derived name the API server would reject: `render.checks.name_check`) fails here, naming the file and
     the field, before the program declares anything. With the graphs: whether one creates or uses
-    claims."""
+    claims. Reviews and renderings are kept (`render.cache`) for the graphs' plans to reuse."""
     graphs = []
     claims = False
     for i, source in enumerate(config.get_object("graphs") or []):
@@ -178,8 +177,8 @@ def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[An
             dgd = load_graph(str(source), admission=cluster.admission.enabled)
             try:
                 if cluster.admission.enabled:
-                    review_graph(dgd, cluster, cluster.namespace).raise_denied()
-                rendered = render_graph(dgd, cluster, cluster.namespace)
+                    cache.reviewed(dgd, cluster, cluster.namespace).raise_denied()
+                rendered = cache.rendered(dgd, cluster, cluster.namespace)
             except DynamoValidationError as e:
                 raise e.with_source(str(source)) from None
             graphs.append(dgd)

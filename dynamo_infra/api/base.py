@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 import typing
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Self, TypeVar
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,6 +27,8 @@ from dynamo_infra.api.errors import (
 )
 from dynamo_infra.api.manifest import Manifest, dump_yaml
 from dynamo_infra.api.typeinfo import unwrap
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class WireModel(BaseModel):
@@ -58,7 +60,7 @@ class WireModel(BaseModel):
         problems = json_problems(data) or cls._refused(data)
         if problems:
             raise DynamoValidationError(problems)
-        problems = _model_problems(cls, data)
+        model, problems = _validated(cls, data)
         known, unknown = split_unknown(problems)
         if lenient and unknown:
             problems, data = known, strip_unknown(cls, data)
@@ -68,7 +70,8 @@ class WireModel(BaseModel):
             raise DynamoValidationError(problems)
         if lenient and unknown:
             warn_unknown(unknown)
-        return cls.model_validate(data)
+        # Validated once: the model of the data as it was checked (stripped data is validated anew).
+        return model if model is not None and not (lenient and unknown) else cls.model_validate(data)
 
     @classmethod
     def _refused(cls, data: Any) -> list[Problem]:
@@ -127,12 +130,12 @@ def json_problems(data: Any, at: tuple[str | int, ...] = ()) -> list[Problem]:
     return [Problem(join_path(*at), f"unsupported value of type {type(data).__name__}")]
 
 
-def _model_problems(cls: type[BaseModel], data: Any) -> list[Problem]:
+def _validated(cls: type[M], data: Any) -> tuple[M | None, list[Problem]]:
+    """The model of `data`, or None and the problems pydantic finds."""
     try:
-        cls.model_validate(data)
+        return cls.model_validate(data), []
     except pydantic.ValidationError as e:
-        return problems_of(e)
-    return []
+        return None, problems_of(e)
 
 
 # pydantic error types of a wrong type, by the JSON type wanted.

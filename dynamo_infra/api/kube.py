@@ -14,6 +14,7 @@ import functools
 import json
 import typing
 from collections.abc import Iterator
+from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
@@ -70,26 +71,71 @@ def _nullable(schema: dict[str, Any]) -> bool:
     return isinstance(types, list) and "null" in types
 
 
-def apply_defaults(data: Any, schema: dict[str, Any]) -> None:
+@dataclass(frozen=True)
+class _Defaulting:
+    """What defaulting reads of one schema node: its properties with a default (in schema order),
+    those that may not be null, those whose null is dropped (no default), and the schemas of its
+    members (each property's, None where it is no schema; map values'; list items')."""
+
+    defaults: tuple[tuple[str, Any], ...]
+    not_nullable: frozenset[str]
+    drop_null: frozenset[str]
+    properties: dict[str, dict[str, Any] | None]
+    extra: dict[str, Any] | None
+    items: dict[str, Any] | None
+
+
+# Each schema node's _Defaulting, by id (the node is kept beside it, so an id is never reused).
+_defaulting: dict[int, tuple[dict[str, Any], _Defaulting]] = {}
+
+
+def _defaulting_of(schema: dict[str, Any]) -> _Defaulting:
+    entry = _defaulting.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
+    properties = schema.get("properties") or {}
+    extra, items = schema.get("additionalProperties"), schema.get("items")
+    found = _Defaulting(
+        tuple((k, p["default"]) for k, p in properties.items() if "default" in p),
+        frozenset(k for k, p in properties.items() if not _nullable(p)),
+        frozenset(k for k, p in properties.items() if not _nullable(p) and "default" not in p),
+        {k: p if isinstance(p, dict) else None for k, p in properties.items()},
+        extra if isinstance(extra, dict) else None,
+        items if isinstance(items, dict) else None,
+    )
+    _defaulting[id(schema)] = (schema, found)
+    return found
+
+
+def apply_defaults(data: Any, schema: dict[str, Any]) -> bool:
     """Structural defaulting, in place: each absent (or non-nullable null) property with a schema
     `default` gets a copy of it, at every depth (defaults of defaults included); other nulls of
-    non-nullable properties are dropped."""
+    non-nullable properties are dropped. Whether it changed `data`."""
+    changed = False
     if isinstance(data, dict):
-        properties = schema.get("properties") or {}
-        for key, prop in properties.items():
-            null = key in data and data[key] is None and not _nullable(prop)
-            if "default" in prop and (key not in data or null):
-                data[key] = copy_json(prop["default"])
-            elif null:
-                del data[key]
-        extra = schema.get("additionalProperties")
+        d = _defaulting_of(schema)
+        for key, default in d.defaults:
+            if key not in data:
+                data[key] = copy_json(default)
+                changed = True
+            elif data[key] is None and key in d.not_nullable:
+                data[key] = copy_json(default)
+                changed = changed or default is not None
+        dropped = [k for k, v in data.items() if v is None and k in d.drop_null]
+        for key in dropped:
+            del data[key]
+        changed = changed or bool(dropped)
         for key, value in data.items():
-            sub = properties.get(key, extra)
-            if isinstance(sub, dict):
-                apply_defaults(value, sub)
-    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
-        for value in data:
-            apply_defaults(value, schema["items"])
+            if isinstance(value, dict | list):
+                sub = d.properties.get(key, d.extra)
+                if sub is not None:
+                    changed = apply_defaults(value, sub) or changed
+    elif isinstance(data, list):
+        items = _defaulting_of(schema).items
+        if items is not None:
+            for value in data:
+                changed = apply_defaults(value, items) or changed
+    return changed
 
 
 def prune_nulls(data: Any, schema: dict[str, Any]) -> None:

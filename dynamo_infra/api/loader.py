@@ -208,10 +208,10 @@ def to_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
 
 def with_server_defaults(obj: R) -> R:
     """`obj` with its CRD schema's defaults, as the API server stores it."""
-    version = obj.api_version.split("/")[-1]
+    schema = kube.crd_schema(obj.kind, obj.api_version.split("/")[-1])
+    # `to_wire` dumps a new document, defaulted in place.
     wire = obj.to_wire()
-    defaulted = kube.with_schema_defaults(wire, obj.kind, version)
-    return obj if defaulted == wire else type(obj).parse(defaulted, kube_schema=False)
+    return type(obj).parse(wire, kube_schema=False) if schema and kube.apply_defaults(wire, schema) else obj
 
 
 def served_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:

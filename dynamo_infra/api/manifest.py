@@ -12,13 +12,17 @@ import yaml
 Manifest = dict[str, Any]
 
 
+# Immutable JSON values, shared by a copy as they are (checked by exact type: subclasses go the long way).
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, scalars; anything else is deep-copied): a few
     times faster than `copy.deepcopy`, which also keeps track of shared references such data lacks."""
     if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: v if v.__class__ in _SCALARS else copy_json(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [copy_json(v) for v in value]
+        return [v if v.__class__ in _SCALARS else copy_json(v) for v in value]
     if value is None or isinstance(value, str | int | float):
         return value
     return copy.deepcopy(value)

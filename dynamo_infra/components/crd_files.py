@@ -4,18 +4,32 @@ and its YAML parsed only when the platform installs it.
 The Dynamo set alone is 1.6 MB of YAML (~190 ms to parse with libyaml), and most runs need only the
 names: the ownership check reads every Dynamo CRD's metadata by name, and a CRD another tool installed
 is never applied. A document whose name the line scan cannot read for certain is parsed instead.
+
+A stack that installs the CRDs parses them on every run of its program (`up` runs it twice): each
+parsed document is kept as JSON (~10 ms to read back) in a cache folder, named by the SHA-256 of its
+text and of the parser, so a kept document is always the parse of the text it is read for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import json
+import os
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+# The cache folder of parsed CRD documents, when set ("" keeps none); else $XDG_CACHE_HOME (or
+# ~/.cache) / CACHE_SUBDIR.
+CACHE_ENV = "DYNAMO_INFRA_CACHE_DIR"
+CACHE_SUBDIR = Path("dynamo-infra") / "crds"
 
 # A YAML document marker line (`---`, maybe with a comment or trailing spaces), with the newline
 # before it (matched on the text after a newline: a literal prefix is searched fast).
@@ -80,13 +94,79 @@ def scanned_name(text: str) -> str | None:
     return None
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _is_crd(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition"
+
+
 def _checked(text: str, origin: str) -> dict[str, Any]:
     """One document parsed, checked to be a CustomResourceDefinition."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    doc = yaml.load(text, Loader=loader)
-    if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+    doc = yaml.load(text, Loader=_LOADER)
+    if not _is_crd(doc):
         kind = doc.get("kind") if isinstance(doc, dict) else type(doc).__name__
         raise ValueError(f"{origin}: {kind} is not a CustomResourceDefinition")
+    return doc  # type: ignore[no-any-return]
+
+
+def cache_dir() -> Path | None:
+    """The folder parsed CRD documents are kept in (None: none is kept)."""
+    chosen = os.environ.get(CACHE_ENV)
+    if chosen is not None:
+        return Path(chosen) if chosen else None
+    base = os.environ.get("XDG_CACHE_HOME")
+    try:
+        return (Path(base) if base else Path.home() / ".cache") / CACHE_SUBDIR
+    except RuntimeError:  # no home folder
+        return None
+
+
+def _cache_file(folder: Path, text: str) -> Path:
+    parser = f"{yaml.__version__}/{_LOADER.__module__}.{_LOADER.__name__}"
+    digest = hashlib.sha256(f"{parser}\n{text}".encode()).hexdigest()
+    return folder / f"{digest}.json"
+
+
+def _kept(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # absent, unreadable or cut short: parsed again
+    return doc if _is_crd(doc) else None
+
+
+def _keep(path: Path, doc: dict[str, Any]) -> None:
+    """Write `doc` to `path` when JSON holds it exactly (written whole, then renamed: a reader never
+    sees half a file); a folder that cannot be written keeps nothing."""
+    written = ""
+    try:
+        text = json.dumps(doc, separators=(",", ":"))
+        if json.loads(text) != doc:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", dir=path.parent, suffix=".tmp", delete=False
+        ) as f:
+            written = f.name
+            f.write(text)
+        os.replace(written, path)
+    except (OSError, TypeError, ValueError):
+        if written:
+            with contextlib.suppress(OSError):
+                os.unlink(written)
+
+
+def parsed(text: str, origin: str) -> dict[str, Any]:
+    """`_checked(text, origin)`, read from the cache folder when it holds that text's parse."""
+    folder = cache_dir()
+    if folder is None:
+        return _checked(text, origin)
+    path = _cache_file(folder, text)
+    doc = _kept(path)
+    if doc is None:
+        doc = _checked(text, origin)
+        _keep(path, doc)
     return doc
 
 
@@ -109,8 +189,8 @@ def crd_sources(crd_dir: Path, crd_set: str) -> tuple[CrdSource, ...]:
 
 @functools.cache
 def crd_document(source: CrdSource) -> dict[str, Any]:
-    """A source's CustomResourceDefinition, parsed once."""
-    return _checked(source.text, source.origin)
+    """A source's CustomResourceDefinition, parsed once (and kept: `parsed`)."""
+    return parsed(source.text, source.origin)
 
 
 def crd_names(crd_dir: Path, crd_set: str) -> list[str]:

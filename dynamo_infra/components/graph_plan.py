@@ -1,8 +1,9 @@
 """plan_graph: the child resources a DynamoGraphDeployment declares, with their inputs.
 
-Pure (no Pulumi): the graph loaded, checked and rendered once; `DynamoGraphDeployment` creates what
-the plan lists, in its order (claims, shared objects, checkpoints, the Grove PodCliqueSet,
-components, autoscalers), and wires the outputs that depend on a checkpoint's readiness.
+Pure (no Pulumi): the graph loaded, checked and rendered once (through `render.cache`, which the
+stack's reading of its graphs filled); `DynamoGraphDeployment` creates what the plan lists, in its
+order (claims, shared objects, checkpoints, the Grove PodCliqueSet, components, autoscalers), and
+wires the outputs that depend on a checkpoint's readiness.
 """
 
 from __future__ import annotations
@@ -17,10 +18,8 @@ from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.config import ClusterOptions
 from dynamo_infra.graph_source import GraphSource, load_graph
-from dynamo_infra.render import RenderedComponent, RenderedGraph, render_graph
-from dynamo_infra.render.checks.admission import review_graph
+from dynamo_infra.render import RenderedComponent, RenderedGraph, cache
 from dynamo_infra.render.checks.preflight import unmet_needs
-from dynamo_infra.render.graph import keep_running_generation
 from dynamo_infra.render.names import LABEL_COMPONENT
 from dynamo_infra.render.runtime.replicas import REPLICAS_GRAPH, ReplicaOwner, replica_owners
 
@@ -106,7 +105,7 @@ class GraphPlan:
 
     def rendered_with(self, ready: Mapping[str, bool]) -> RenderedGraph:
         """The graph rendered again with the observed readiness of some components' checkpoints."""
-        return render_graph(self.dgd, self.options, self.namespace, checkpoint_ready=dict(ready))
+        return cache.rendered(self.dgd, self.options, self.namespace, checkpoint_ready=ready)
 
 
 def checkpoint_owners(rendered: RenderedGraph) -> dict[str, Manifest]:
@@ -159,11 +158,11 @@ def plan_graph(
     options = options or ClusterOptions()
     admitting = options.admission.enabled if admission is None else admission
     dgd = load_graph(graph, admission=admitting)
-    review = review_graph(dgd, options, namespace) if admitting else Review()
+    review = cache.reviewed(dgd, options, namespace) if admitting else Review()
     review.raise_denied()
     unserved = () if agent else tuple(str(p) for p in unmet_needs(dgd))
-    options = keep_running_generation(dgd, options, namespace, running_worker_hash)
-    rendered = render_graph(dgd, options, namespace)
+    options = cache.effective_options(dgd, options, namespace, running_worker_hash)
+    rendered = cache.rendered(dgd, options, namespace)
     awaited = {"mode": options.await_policy.mode, "timeoutSeconds": options.await_policy.timeout_seconds}
     # Objects of the graph as a whole are applied, never awaited.
     not_awaited = {"mode": "skip", "timeoutSeconds": options.await_policy.timeout_seconds}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, Problem, v1beta1
 from dynamo_infra.api.loader import served_hub
@@ -153,14 +153,16 @@ def components_pathway(
     whash: str | None,
     pull_secrets: Sequence[PullSecret] | None,
     ready: Mapping[str, bool],
+    dcds: Mapping[str, Manifest] | None = None,
 ) -> _Pathway:
-    """One DCD per component; Deployment or LeaderWorkerSet, Service, Ingress, VirtualService."""
+    """One DCD per component; Deployment or LeaderWorkerSet, Service, Ingress, VirtualService.
+    `dcds`: the components' DCDs already generated with `whash` (`generated_dcds`), if any."""
     components: dict[str, RenderedComponent] = {}
     checkpoints: list[Manifest] = []
     status: dict[str, Manifest] = {}
     models: set[str] = set()
     for c in sorted(g.dgd.spec.components or [], key=lambda c: c.name):
-        dcd = generate_dcd(g, c, whash)
+        dcd = dcds[c.name] if dcds is not None else generate_dcd(g, c, whash)
         ctx = component_context(
             dcd, g.options, g.legacy.component(c.name), g.dgd.spec.annotations, ready.get(c.name)
         )
@@ -202,6 +204,7 @@ def grove_pathway(
     whash: str | None,
     pull_secrets: Sequence[PullSecret] | None,
     ready: Mapping[str, bool],
+    dcds: Mapping[str, Manifest] | None = None,
 ) -> _Pathway:
     """One PodCliqueSet for the graph; per component only its Service, Ingress and VirtualService."""
     members = []
@@ -253,19 +256,34 @@ def grove_pathway(
     return _Pathway(components, (pcs,), tuple(checkpoints), status)
 
 
-def component_contexts(g: GraphContext, whash: str | None) -> list[ComponentContext]:
+def generated_dcds(g: GraphContext, whash: str | None) -> dict[str, Manifest]:
     """Each component's generated DCD, as the component path renders it."""
+    return {c.name: generate_dcd(g, c, whash) for c in g.dgd.spec.components or []}
+
+
+def component_contexts(
+    g: GraphContext, whash: str | None, dcds: Mapping[str, Manifest] | None = None
+) -> list[ComponentContext]:
+    """Each component's context from its generated DCD (`dcds`, else generated here)."""
+    dcds = dcds if dcds is not None else generated_dcds(g, whash)
     return [
-        component_context(
-            generate_dcd(g, c, whash), g.options, g.legacy.component(c.name), g.dgd.spec.annotations
-        )
+        component_context(dcds[c.name], g.options, g.legacy.component(c.name), g.dgd.spec.annotations)
         for c in g.dgd.spec.components or []
     ]
 
 
-PATHWAYS: Mapping[
-    str, Callable[[GraphContext, str | None, Sequence[PullSecret] | None, Mapping[str, bool]], _Pathway]
-] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
+class Pathway(Protocol):
+    def __call__(
+        self,
+        g: GraphContext,
+        whash: str | None,
+        pull_secrets: Sequence[PullSecret] | None,
+        ready: Mapping[str, bool],
+        dcds: Mapping[str, Manifest] | None = None,
+    ) -> _Pathway: ...
+
+
+PATHWAYS: Mapping[str, Pathway] = {PATHWAY_COMPONENTS: components_pathway, PATHWAY_GROVE: grove_pathway}
 
 
 def graph_context(
@@ -288,7 +306,12 @@ def graph_context(
 
 
 def keep_running_generation(
-    dgd: AnyDGD, options: ClusterOptions, namespace: str | None, running_worker_hash: str | None
+    dgd: AnyDGD,
+    options: ClusterOptions,
+    namespace: str | None,
+    running_worker_hash: str | None,
+    *,
+    worker_hash_of: Callable[[ClusterOptions], str] | None = None,
 ) -> ClusterOptions:
     """The options to render a deployed graph with, so that upgrading this package restarts nothing.
 
@@ -296,13 +319,15 @@ def keep_running_generation(
     hash) is what the operator at our pin gives its spec, and not what the runtime-version gates
     give, was deployed by a dynamo-infra without them: it keeps rendering so until its workers change
     (a new generation then follows its runtime's release). Otherwise `options` as they are.
+    `worker_hash_of(options)`: the graph's worker hash with those options (default: computed here).
     """
     if not running_worker_hash or not options.runtime_version_gates:
         return options
-    if graph_worker_hash(graph_context(dgd, options, namespace)) == running_worker_hash:
+    hash_of = worker_hash_of or (lambda o: graph_worker_hash(graph_context(dgd, o, namespace)))
+    if hash_of(options) == running_worker_hash:
         return options
     held = options.model_copy(update={"runtime_version_gates": False})
-    return held if graph_worker_hash(graph_context(dgd, held, namespace)) == running_worker_hash else options
+    return held if hash_of(held) == running_worker_hash else options
 
 
 def render_graph(
@@ -326,10 +351,11 @@ def render_graph(
     ns = g.namespace
     pathway = PATHWAY_GROVE if is_grove_pathway(g) else PATHWAY_COMPONENTS
     whash = graph_worker_hash(g)
-    contexts = component_contexts(g, whash)
+    dcds = generated_dcds(g, whash)
+    contexts = component_contexts(g, whash, dcds)
     validate(g, contexts, pathway == PATHWAY_GROVE)
     shared = shared_objects(g, contexts)
-    rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {})
+    rendered = PATHWAYS[pathway](g, whash, pull_secrets, checkpoint_ready or {}, dcds)
     annotations = {**g.annotations, names.ANNOTATION_CURRENT_WORKER_HASH: whash}
     out = RenderedGraph(
         name=g.name,

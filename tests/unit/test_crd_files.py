@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
 from dynamo_infra.components.crd_files import (
+    CACHE_ENV,
     crd_document,
     crd_documents,
     crd_names,
     crd_sources,
+    parsed,
     scanned_name,
 )
 
@@ -93,3 +96,47 @@ def test_an_empty_set_is_refused(tmp_path: Path) -> None:
     (tmp_path / "none").mkdir()
     with pytest.raises(FileNotFoundError, match="holds no CRD files"):
         crd_names(tmp_path, "none")
+
+
+def test_a_parsed_crd_is_kept_by_its_text_and_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    source = crd_sources(CRD_DIR, "dynamo")[0]
+    expected = yaml.load(source.text, Loader=yaml.CSafeLoader)
+    assert parsed(source.text, source.origin) == expected
+    kept = list((tmp_path / "cache").glob("*.json"))
+    assert len(kept) == 1 and not list((tmp_path / "cache").glob("*.tmp"))
+    # Read back from the file (not parsed): a marker written into it comes back.
+    doc = json.loads(kept[0].read_text())
+    doc["metadata"]["annotations"] = {"kept": "yes"}
+    kept[0].write_text(json.dumps(doc))
+    assert parsed(source.text, source.origin)["metadata"]["annotations"] == {"kept": "yes"}
+    # Another text is another file; a file cut short is parsed again and rewritten.
+    other = crd_sources(CRD_DIR, "dynamo")[1]
+    assert parsed(other.text, other.origin) == yaml.load(other.text, Loader=yaml.CSafeLoader)
+    assert len(list((tmp_path / "cache").glob("*.json"))) == 2
+    kept[0].write_text("{")
+    assert parsed(source.text, source.origin) == expected
+    assert json.loads(kept[0].read_text()) == expected
+
+
+def test_no_cache_folder_keeps_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, "")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    source = crd_sources(CRD_DIR, "dynamo")[0]
+    assert parsed(source.text, source.origin)["kind"] == "CustomResourceDefinition"
+    assert not list(tmp_path.rglob("*.json"))
+    # A folder that cannot be written keeps nothing and fails nothing.
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv(CACHE_ENV, str(blocked / "cache"))
+    assert parsed(source.text, source.origin)["kind"] == "CustomResourceDefinition"
+
+
+def test_a_document_that_is_not_a_crd_is_never_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    with pytest.raises(ValueError, match="ConfigMap is not a CustomResourceDefinition"):
+        parsed("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n", "x#0")
+    assert not (tmp_path / "cache").exists()

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import copy
+import json
 import random
+from typing import Any
 
+from dynamo_infra.api import kube, load_yaml
 from dynamo_infra.api.manifest import copy_json
 from dynamo_infra.render.go.gojson import quote
+from tests.conftest import CORPUS
 
 # Characters quote passes through and characters it escapes.
 PLAIN = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in '"\\<>&'] + ["é", "日", "\u00a0"]
@@ -35,3 +39,61 @@ def test_copy_json_is_a_deep_copy() -> None:
     assert value["a"] == [1, 2.5, {"b": None, "c": True}]
     assert copied["e"] is not value["e"] and isinstance(copied["e"], Opaque)
     assert copy_json(copy.deepcopy(value["a"])) == value["a"]
+
+
+def _schema_walk(data: Any, schema: dict[str, Any]) -> None:
+    """Structural defaulting as a plain walk of the schema (what `kube.apply_defaults` does from its
+    per-node tables)."""
+    if isinstance(data, dict):
+        properties = schema.get("properties") or {}
+        for key, prop in properties.items():
+            null = key in data and data[key] is None and not kube._nullable(prop)
+            if "default" in prop and (key not in data or null):
+                data[key] = copy.deepcopy(prop["default"])
+            elif null:
+                del data[key]
+        extra = schema.get("additionalProperties")
+        for key, value in data.items():
+            sub = properties.get(key, extra)
+            if isinstance(sub, dict):
+                _schema_walk(value, sub)
+    elif isinstance(data, list) and isinstance(schema.get("items"), dict):
+        for value in data:
+            _schema_walk(value, schema["items"])
+
+
+def _corpus_documents() -> list[tuple[dict[str, Any], str, str]]:
+    """(wire document, kind, version) of every corpus graph, with nulls sprinkled in, and its DCDs."""
+    out: list[tuple[dict[str, Any], str, str]] = []
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:60]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            wire = dgd.to_manifest()
+            version = dgd.api_version.split("/")[-1]
+            out.append((wire, dgd.kind, version))
+            nulled = copy.deepcopy(wire)
+            nulled["spec"]["backendFramework"] = None
+            out.append((nulled, dgd.kind, version))
+    return out
+
+
+def test_table_defaulting_is_the_schema_walk_and_reports_changes() -> None:
+    documents = _corpus_documents()
+    assert len(documents) > 20
+    changed_any = unchanged_any = False
+    for wire, kind, version in documents:
+        schema = kube.crd_schema(kind, version)
+        assert schema is not None
+        walked, tabled = copy.deepcopy(wire), copy.deepcopy(wire)
+        _schema_walk(walked, schema)
+        changed = kube.apply_defaults(tabled, schema)
+        assert json.dumps(tabled) == json.dumps(walked)  # same values, same key order
+        assert changed == (walked != wire)
+        changed_any, unchanged_any = changed_any or changed, unchanged_any or not changed
+    assert changed_any
+
+
+def test_a_parsed_model_is_the_model_of_its_data() -> None:
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:40]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            data = dgd.to_manifest()
+            assert type(dgd).parse(data, kube_schema=False) == type(dgd).model_validate(data)

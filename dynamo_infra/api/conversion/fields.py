@@ -8,13 +8,12 @@ field, read one way to convert to the hub and the other way back.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from dynamo_infra.api import v1alpha1
 from dynamo_infra.api.conversion.podtemplate import pod_template_from_hub, pod_template_to_hub
 from dynamo_infra.api.conversion.table import ABSENT, Codec, Custom, Field, Table, from_hub, same, to_hub
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 
 # v1alpha1 shared memory `disabled: true` is v1beta1 `sharedMemorySize: "0"`.
 SHM_DISABLED = "0"
@@ -137,7 +136,7 @@ COMPONENT = Table(
         Field(
             "checkpoint",
             "experimental.checkpoint",
-            lambda c: ABSENT if c is None else {"enabled": False, **copy.deepcopy(c)},
+            lambda c: ABSENT if c is None else {"enabled": False, **copy_json(c)},
         ),
         Custom(pod_template_to_hub, pod_template_from_hub),
     )
@@ -171,14 +170,14 @@ DGD_SPEC = Table(
 
 
 def _replica_status_to_hub(r: Manifest) -> Manifest:
-    out = {k: copy.deepcopy(v) for k, v in r.items() if k != "componentName"}
+    out = {k: copy_json(v) for k, v in r.items() if k != "componentName"}
     if not out.get("componentNames") and r.get("componentName"):
         out["componentNames"] = [r["componentName"]]
     return out
 
 
 def _replica_status_from_hub(r: Manifest) -> Manifest:
-    out = copy.deepcopy(r)
+    out: Manifest = copy_json(r)
     names = r.get("componentNames") or []
     out["componentName"] = names[-1] if names else ""
     return out
@@ -195,8 +194,8 @@ DGD_STATUS = Table(
         Field(
             "rollingUpdate",
             "rollingUpdate",
-            lambda u: _rename(copy.deepcopy(u), "updatedServices", "updatedComponents"),
-            lambda u: _rename(copy.deepcopy(u), "updatedComponents", "updatedServices"),
+            lambda u: _rename(copy_json(u), "updatedServices", "updatedComponents"),
+            lambda u: _rename(copy_json(u), "updatedComponents", "updatedServices"),
         ),
     ),
     keep_rest=True,
@@ -221,7 +220,7 @@ DCD_STATUS = Table(
 
 
 def _dgd_ref(old: str, new: str) -> Codec:
-    return lambda ref: _rename(copy.deepcopy(ref), old, new) if isinstance(ref, dict) else copy.deepcopy(ref)
+    return lambda ref: _rename(copy_json(ref), old, new) if isinstance(ref, dict) else copy_json(ref)
 
 
 # DGDSA: `dgdRef.serviceName` ⇄ `dgdRef.componentName`; the hub status always has `replicas`.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from dynamo_infra.api.common import MAIN_CONTAINER
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 from dynamo_infra.api.merge import merge_override
 
 # Default Kubernetes GPU resource name for Dynamo's `gpu` shorthand.
@@ -48,7 +47,7 @@ def resources_to_kube(res: Manifest | None) -> Manifest:
         if values:
             out[key] = values
     if (res or {}).get("claims"):
-        out["claims"] = copy.deepcopy(res["claims"])  # type: ignore[index]
+        out["claims"] = copy_json(res["claims"])  # type: ignore[index]
     return out
 
 
@@ -72,20 +71,20 @@ def resources_from_kube(res: Manifest) -> Manifest | None:
                 item.setdefault("custom", {})[name] = text
         out[key] = item
     if res.get("claims"):
-        out["claims"] = copy.deepcopy(res["claims"])
+        out["claims"] = copy_json(res["claims"])
     return out or None
 
 
 def merge_env_ordered(base: list[Manifest] | None, override: list[Manifest] | None) -> list[Manifest]:
     """The conversion's env merge: base order kept, same-name entries replaced, new ones appended."""
-    out = [copy.deepcopy(e) for e in base or []]
+    out = [copy_json(e) for e in base or []]
     index = {e.get("name"): i for i, e in enumerate(out)}
     for e in override or []:
         if e.get("name") in index:
-            out[index[e.get("name")]] = copy.deepcopy(e)
+            out[index[e.get("name")]] = copy_json(e)
         else:
             index[e.get("name")] = len(out)
-            out.append(copy.deepcopy(e))
+            out.append(copy_json(e))
     return out
 
 
@@ -95,12 +94,12 @@ def _main_container(s: Manifest) -> Manifest:
     if resources:
         main["resources"] = resources
     if s.get("envs"):
-        main["env"] = copy.deepcopy(s["envs"])
+        main["env"] = copy_json(s["envs"])
     if s.get("envFromSecret"):
         main["envFrom"] = [{"secretRef": {"name": s["envFromSecret"]}}]
     for probe in ("livenessProbe", "readinessProbe"):
         if s.get(probe) is not None:
-            main[probe] = copy.deepcopy(s[probe])
+            main[probe] = copy_json(s[probe])
     # Every flat mount, the compilation-cache one included and in place (buildMainContainerFromDedicated,
     # cdf9267d api/v1alpha1/shared_spec_conversion.go): the worker hash and the pod's mount order see it.
     mounts = [{"name": m["name"], "mountPath": m.get("mountPoint", "")} for m in s.get("volumeMounts") or []]
@@ -111,12 +110,12 @@ def _main_container(s: Manifest) -> Manifest:
         user = {k: v for k, v in user.items() if k != "name"}
         env = merge_env_ordered(main.get("env"), user.get("env"))
         dedicated_mounts = main.get("volumeMounts") or []
-        main = merge_override(main, copy.deepcopy(user))
+        main = merge_override(main, copy_json(user))
         if env:
             main["env"] = env
         mounts = [*(user.get("volumeMounts") or []), *dedicated_mounts]
         if mounts:
-            main["volumeMounts"] = copy.deepcopy(mounts)
+            main["volumeMounts"] = copy_json(mounts)
     return main
 
 
@@ -140,7 +139,7 @@ def _has_pod_content(s: Manifest) -> bool:
 def _pod_template_to_hub(s: Manifest) -> Manifest | None:
     if not _has_pod_content(s):
         return None
-    pod_spec = {k: copy.deepcopy(v) for k, v in (s.get("extraPodSpec") or {}).items() if k != "mainContainer"}
+    pod_spec = {k: copy_json(v) for k, v in (s.get("extraPodSpec") or {}).items() if k != "mainContainer"}
     others = [c for c in pod_spec.get("containers") or [] if c.get("name") != MAIN_CONTAINER]
     containers = [_main_container(s), *others]
     sidecar = s.get("frontendSidecar")
@@ -149,7 +148,7 @@ def _pod_template_to_hub(s: Manifest) -> Manifest | None:
         if sidecar.get("args"):
             c["args"] = list(sidecar["args"])
         if sidecar.get("envs"):
-            c["env"] = copy.deepcopy(sidecar["envs"])
+            c["env"] = copy_json(sidecar["envs"])
         if sidecar.get("envFromSecret"):
             c["envFrom"] = [{"secretRef": {"name": sidecar["envFromSecret"]}}]
         containers.append(c)
@@ -163,7 +162,7 @@ def _pod_template_to_hub(s: Manifest) -> Manifest | None:
 
 
 def _decompose_pod_template(c: Manifest, out: Manifest) -> None:
-    template = copy.deepcopy(c.get("podTemplate") or {})
+    template = copy_json(c.get("podTemplate") or {})
     meta = template.get("metadata") or {}
     extra_meta = {k: meta[k] for k in ("annotations", "labels") if meta.get(k)}
     if extra_meta:

@@ -12,13 +12,12 @@ live object, checked per named entry), so a stale annotation never overrides an 
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 from dynamo_infra.api.base import Resource
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 
 R = TypeVar("R", bound=Resource)
 
@@ -40,7 +39,7 @@ def sparse_diff(orig: Manifest, back: Manifest, keyed: Keyed | None = None) -> M
             if entries:
                 out[key] = entries
             continue
-        out[key] = copy.deepcopy(a)
+        out[key] = copy_json(a)
     return out
 
 
@@ -58,7 +57,7 @@ def _entries_diff(a: Any, b: Any, shape: str) -> Any:
     out_list: list[Manifest] = []
     for entry in a:
         other = by_name.get(entry.get("name"))
-        d = sparse_diff(entry, other) if other is not None else copy.deepcopy(entry)
+        d = sparse_diff(entry, other) if other is not None else copy_json(entry)
         d.pop("name", None)
         if d or ordered:
             out_list.append({"name": entry.get("name"), **d})
@@ -68,7 +67,7 @@ def _entries_diff(a: Any, b: Any, shape: str) -> Any:
 def overlay(base: Manifest, saved: Manifest, keyed: Keyed | None = None) -> Manifest:
     """`base` with the preserved fields of `saved` applied."""
     keyed = keyed or {}
-    out = copy.deepcopy(base)
+    out: Manifest = copy_json(base)
     for key, value in saved.items():
         if value is None:
             out.pop(key, None)
@@ -81,7 +80,7 @@ def overlay(base: Manifest, saved: Manifest, keyed: Keyed | None = None) -> Mani
         elif key in keyed and keyed[key] == "list" and isinstance(value, list):
             out[key] = _overlay_list(out.get(key) or [], value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = copy_json(value)
     return out
 
 

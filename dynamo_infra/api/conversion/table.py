@@ -7,12 +7,11 @@ its source is absent (unless it has a default) or when its codec returns `ABSENT
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, copy_json
 
 
 class _Absent:
@@ -29,7 +28,7 @@ Codec = Callable[[Any], Any]
 
 def copied(value: Any) -> Any:
     """The value unchanged (a deep copy, so converted objects share nothing with their source)."""
-    return copy.deepcopy(value)
+    return copy_json(value)
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def _apply(table: Table, src: Manifest, *, hub: bool) -> Manifest:
     out: Manifest = {}
     if table.keep_rest:
         named = {_head(r.alpha if hub else r.hub) for r in table.rules if isinstance(r, Field)}
-        out.update({k: copy.deepcopy(v) for k, v in src.items() if k not in named})
+        out.update({k: copy_json(v) for k, v in src.items() if k not in named})
     for rule in table.rules:
         if isinstance(rule, Custom):
             (rule.to_hub if hub else rule.from_hub)(src, out)
@@ -93,7 +92,7 @@ def _apply(table: Table, src: Manifest, *, hub: bool) -> Manifest:
         if value is ABSENT:
             default = rule.hub_default if hub else rule.alpha_default
             if default is not ABSENT:
-                _set(out, dst_path, copy.deepcopy(default))
+                _set(out, dst_path, copy_json(default))
             continue
         value = (rule.to_hub if hub else rule.from_hub)(value)
         if value is not ABSENT:

@@ -238,8 +238,33 @@ class Encoder:
         if missing:
             raise GoJSONError(f"no encoder for the self-marshalling Go types {sorted(missing)}")
         self.structs = {**types.structs, **{k: tuple(v) for k, v in (extra or {}).items()}}
+        self._kinds: dict[str, str] = {}
+        # Per type name: "struct", "scalar", or "" (pointer, slice, map, self-marshalling type).
+        self._plain: dict[str, str] = {}
+        # Per struct: each field with its quoted name and whether a null (absent) value is left out.
+        self._fields = {
+            name: tuple((f, quote(f.name), self._omits_null(f)) for f in fields)
+            for name, fields in self.structs.items()
+        }
+
+    def _omits_null(self, f: GoField) -> bool:
+        """Whether `omitempty`/`omitzero` leave the field out when its value is null: always for
+        omitzero (a nil value is the zero value), for omitempty unless it is a struct (never empty)."""
+        return f.omitzero or (f.omitempty and self._kind(f.type) != "struct")
 
     def marshal(self, value: Any, type_: str, path: str = "") -> str:
+        # Structs and scalars (most values) first, by a table of the type names already seen.
+        plain = self._plain.get(type_)
+        if plain is None:
+            plain = self._plain[type_] = (
+                "" if type_.startswith((_POINTER, _SLICE, _MAP)) or type_ in MARSHALERS
+                else "struct" if type_ in self.structs
+                else "scalar"
+            )  # fmt: skip
+        if plain == "struct":
+            return self._struct(_expect(value or {}, dict, path), type_, path)
+        if plain == "scalar":
+            return _scalar(value, type_, path)
         if type_.startswith(_POINTER):
             return "null" if value is None else self.marshal(value, type_[1:], path)
         if type_.startswith(_SLICE):
@@ -259,22 +284,27 @@ class Encoder:
                 + ",".join(f"{quote(k)}:{self.marshal(m[k], elem, f'{path}.{k}')}" for k in sorted(m))
                 + "}"
             )
-        if type_ in MARSHALERS:
-            return MARSHALERS[type_].write(value)
-        if type_ in self.structs:
-            return self._struct(_expect(value or {}, dict, path), type_, path)
-        return _scalar(value, type_, path)
+        return MARSHALERS[type_].write(value)
 
     def _struct(self, value: Mapping[str, Any], type_: str, path: str) -> str:
         parts = []
-        for f in self.structs[type_]:
+        for f, key, omits_null in self._fields[type_]:
             v = value.get(f.name)
-            if (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
+            if v is None:
+                if omits_null:
+                    continue
+            elif (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
                 continue
-            parts.append(f"{quote(f.name)}:{self.marshal(v, f.type, f'{path}.{f.name}')}")
+            parts.append(f"{key}:{self.marshal(v, f.type, f'{path}.{f.name}')}")
         return "{" + ",".join(parts) + "}"
 
     def _kind(self, type_: str) -> str:
+        kind = self._kinds.get(type_)
+        if kind is None:
+            kind = self._kinds[type_] = self._kind_of(type_)
+        return kind
+
+    def _kind_of(self, type_: str) -> str:
         if type_.startswith((_POINTER, _SLICE, _MAP)):
             return type_[:1]
         if type_ in MARSHALERS:

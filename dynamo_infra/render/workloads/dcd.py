@@ -121,7 +121,8 @@ def generate_dcd(
     hash, no EPP mesh opt-out, the Dynamo namespace label and effective discovery backend on the
     pod template, and only an explicit backendFramework.
     """
-    spec: Manifest = copy_json(component.to_wire())
+    # `to_wire` dumps a new document: the component's own data is never changed.
+    spec: Manifest = component.to_wire()
     template = spec.get("podTemplate") or {}
     template_labels = dict((template.get("metadata") or {}).get("labels") or {})
     base = names.component_base_name(g.name, component.name)
@@ -198,10 +199,13 @@ def as_stored(dcd: Manifest) -> Manifest:
     """A generated DCD as the API server returns it once the operator created it: the spec as Go
     writes it (zero values of fields without omitempty, empty value structs dropped by the v1beta1
     normaliser), the CRD schema's defaults, and the DCD controller's finalizer."""
-    metadata = {**dcd["metadata"], "finalizers": [DCD_FINALIZER]}
+    metadata = {**copy_json(dcd["metadata"]), "finalizers": [DCD_FINALIZER]}
+    # A new document (the spec is parsed from Go's JSON), defaulted in place.
     stored = {**dcd, "metadata": metadata, "spec": gojson.v1beta1_wire(dcd["spec"])}
-    defaulted = kube.with_schema_defaults(stored, DCD_KIND, DCD_API_VERSION.split("/")[-1])
-    ordered: Manifest = _ordered_like(dcd, defaulted)
+    schema = kube.crd_schema(DCD_KIND, DCD_API_VERSION.split("/")[-1])
+    if schema:
+        kube.apply_defaults(stored, schema)
+    ordered: Manifest = _ordered_like(dcd, stored)
     return ordered
 
 
@@ -209,7 +213,14 @@ def _ordered_like(original: Any, value: Any) -> Any:
     """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
     if isinstance(original, dict) and isinstance(value, dict):
         keys = [k for k in original if k in value] + [k for k in value if k not in original]
-        return {k: _ordered_like(original.get(k), value[k]) for k in keys}
+        # Only containers are reordered: a scalar is itself.
+        return {
+            k: _ordered_like(original.get(k), v) if isinstance(v := value[k], dict | list) else v
+            for k in keys
+        }
     if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
-        return [_ordered_like(o, v) for o, v in zip(original, value, strict=True)]
+        return [
+            _ordered_like(o, v) if isinstance(v, dict | list) else v
+            for o, v in zip(original, value, strict=True)
+        ]
     return value
