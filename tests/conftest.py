@@ -34,6 +34,18 @@ LANES = ("unit", "static", "integration", "e2e")
 OPT_IN_LANES = ("static", "integration", "e2e")
 # Per-test time limit of the unit lane (pytest-timeout); the other lanes keep pyproject's `timeout`.
 UNIT_TIMEOUT_S = 60
+# Test files that take longest (minutes each, tools/run-tests' `--durations`), run first: the parallel
+# workers (pytest-xdist, whole files each) then end together instead of one finishing a long file alone.
+LONGEST_FIRST = (
+    "integration/test_stacks.py",
+    "e2e/test_serving.py",
+    "integration/test_reconcile.py",
+    "e2e/test_planner.py",
+    "integration/test_records.py",
+    "integration/test_checkpoint.py",
+    "integration/test_faults.py",
+    "integration/test_snapshot.py",
+)
 
 
 def load_corpus(source: Path | str) -> Loaded:
@@ -118,6 +130,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Each test carries its lane's marker; a unit test gets the unit time limit unless it sets its
     own or the command line (or PYTEST_TIMEOUT) sets one."""
     timeout_given = config.getoption("timeout", None) is not None or "PYTEST_TIMEOUT" in os.environ
+    items.sort(key=_longest_first)  # stable: each file's tests keep their order
     for item in items:
         lane = lane_of(item.path)
         if lane is None:
@@ -129,8 +142,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.timeout(UNIT_TIMEOUT_S))
 
 
+def _longest_first(item: pytest.Item) -> int:
+    """The rank of the item's file in LONGEST_FIRST (every other file after them, in collection order)."""
+    try:
+        return LONGEST_FIRST.index(item.path.relative_to(REPO / "tests").as_posix())
+    except ValueError:
+        return len(LONGEST_FIRST)
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The run fails if a process it started is still alive at its end (each is listed and killed)."""
+    if hasattr(session.config, "workerinput"):
+        return  # an xdist worker: its siblings carry the marker too; the controller checks after all end
     found = leftovers.leftovers(session.config.stash[RUN_MARKER])
     if not found:
         return

@@ -286,8 +286,12 @@ def test_a_scale_request_of_the_adapter_reaches_the_deployment(rig: Rig) -> None
         lambda: ready(rig.dgd().get("status") or {}, "Worker", 2),
         agent=rig.agent,
     )
-    live = rig.kube.get(adapter())
-    assert live is not None and live["status"]["replicas"] == 2
+    # The adapter's status follows the DGD's.
+    wait_for(
+        "the adapter's status of 2 replicas",
+        lambda: (a := rig.kube.get(adapter())) is not None and (a.get("status") or {}).get("replicas") == 2,
+        agent=rig.agent,
+    )
     rss = rss_bytes(rig.agent.proc.pid)
     print(f"agent: DGDSA scale -> Deployment replicas in {latency * 1000:.0f} ms; RSS {rss / 2**20:.1f} MiB")
     (rig.folder / "measured.json").write_text(json.dumps({"latency_s": latency, "rss_bytes": rss}))

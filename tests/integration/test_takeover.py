@@ -70,6 +70,9 @@ OPERATOR_VERSION = v1beta1.API_VERSION
 STORED_VERSION = v1alpha1.API_VERSION
 # How long the kwok pods, and the garbage collector, may take.
 SETTLE_S = 90
+# How long the garbage collector may take to collect the DCDs: it reads the DGD only after it has seen
+# the CRDs' new conversion, and it backs off from the owners it failed to read before.
+COLLECT_S = 300
 # How often they are looked at.
 POLL_S = 1.0
 
@@ -314,9 +317,11 @@ def test_deleting_the_dgd_collects_its_dcds_but_nothing_taken_over(
         stub(STORED_VERSION, DGD_KIND, left.namespace, left.graph), propagation="Background"
     )
     wait_for("the DGD is deleted (no finalizer holds it)", lambda: left.dynamo(DGD_KIND, left.graph) is None)
-    wait_for(
-        "the garbage collector deletes the DGD's DCDs",
+    wait_until(
         lambda: all(left.dynamo(DCD_KIND, n) is None for n in left.dcds),
+        COLLECT_S,
+        POLL_S,
+        what="the garbage collector deletes the DGD's DCDs",
     )
     assert left.pod_uids() == left.pods
     assert left.replica_set_uids() == left.replica_sets

@@ -82,6 +82,22 @@ def test_static_checks_run_every_tool_before_the_pytest_lanes() -> None:
         ["build-docs", "-q"],
     ]
     run_tests = (tools / "run-tests").read_text().splitlines()
-    assert run_tests.index("tools/static-checks") < run_tests.index(
-        'python -m pytest -m "unit or integration or e2e" "$@"'
-    )
+    (lanes,) = [i for i, line in enumerate(run_tests) if line.startswith("python -m pytest ")]
+    assert run_tests.index("tools/static-checks") < lanes
+    assert shlex.split(run_tests[lanes])[3:5] == ["-m", "unit or integration or e2e"]
+    assert run_tests[lanes].endswith('--dist loadfile "$@"')
+
+
+def test_the_longest_files_run_first_and_exist() -> None:
+    for name in conftest.LONGEST_FIRST:
+        assert (conftest.REPO / "tests" / name).is_file(), name
+    ranks = [conftest.LONGEST_FIRST.index(n) for n in conftest.LONGEST_FIRST]
+    assert ranks == sorted(ranks)
+
+    class Item:
+        def __init__(self, name: str) -> None:
+            self.path = conftest.REPO / "tests" / name
+
+    items = [Item(n) for n in ("unit/test_lanes.py", "e2e/test_serving.py", "integration/test_stacks.py")]
+    items.sort(key=conftest._longest_first)  # type: ignore[arg-type]
+    assert [i.path.name for i in items] == ["test_stacks.py", "test_serving.py", "test_lanes.py"]
