@@ -1,8 +1,9 @@
 """The `render` section: rendering throughput over the corpus, a 1,000-component fleet (wall time,
-peak RSS), import times of `dynamo_infra` and `dynamo_infra.components` in fresh interpreters, and the start-up of
-the dynamic-provider process every `pulumi up`/`preview` with our resources pays.
+peak RSS), import times of `dynamo_infra` and `dynamo_infra.components` in fresh interpreters, a program's start
+(one graph registered under Pulumi mocks), and the start-up of the dynamic-provider process every
+`pulumi up`/`preview` with our resources pays.
 
-Children run `python -m benchmarks.render_bench fleet|import MODULE` so memory and imports are fresh.
+Children run `python -m benchmarks.render_bench fleet|import MODULE|program` so memory and imports are fresh.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ FLEET_RENDER_TARGET_S = 0.4
 IMPORT_TARGET_MS = 500.0
 # Entries kept from `-X importtime` (largest self time first).
 IMPORT_TOP = 5
+# The graph of the program-start figure (a frontend and a worker).
+PROGRAM_GRAPH = REPO / "examples" / "agg.yaml"
 # Give up on a child that does not answer in this time.
 CHILD_TIMEOUT_S = 300
 
@@ -238,6 +241,74 @@ def import_figures(quick: bool) -> list[Figure]:
     return figures
 
 
+# --- a program's start -------------------------------------------------------------------------------
+
+
+def program_child(graph: Path) -> dict[str, Any]:
+    """In a fresh process: a program registering `graph` under Pulumi mocks (resources echo their inputs,
+    workloads report ready); seconds from the first import to `pulumi` imported, `dynamo_infra.components`
+    imported, the graph registered and the run's end."""
+    t0 = time.perf_counter()
+    import asyncio
+
+    import pulumi
+
+    class Mocks(pulumi.runtime.Mocks):
+        def new_resource(self, args: Any) -> tuple[str, dict[str, Any]]:
+            outs = dict(args.inputs)
+            if "objects" in outs:
+                outs["status"] = {"ready": True, "replicas": 1, "readyReplicas": 1}
+            return f"{args.name}-id", outs
+
+        def call(self, args: Any) -> tuple[dict[str, Any], None]:
+            return {}, None
+
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    pulumi.runtime.set_mocks(Mocks(), preview=False)
+    t1 = time.perf_counter()
+    from dynamo_infra.components import DynamoGraphDeployment
+
+    t2 = time.perf_counter()
+    marks: dict[str, Any] = {}
+
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
+    def program() -> Any:
+        registered = DynamoGraphDeployment("g", graph, kubeconfig="kc", namespace="ns")
+        marks["registered"] = time.perf_counter()
+        return registered.state.apply(lambda state: marks.setdefault("state", state))
+
+    program()
+    t3 = time.perf_counter()
+    return {
+        "import_pulumi_s": t1 - t0,
+        "import_components_s": t2 - t1,
+        "register_s": marks["registered"] - t2,
+        "run_s": t3 - t0,
+        "state": marks.get("state"),
+    }
+
+
+def program_figures(quick: bool) -> list[Figure]:
+    runs_n = FRESH_RUNS_QUICK if quick else FRESH_RUNS
+    runs = [
+        json.loads(_python("-m", "benchmarks.render_bench", "program", str(PROGRAM_GRAPH)).stdout)
+        for _ in range(runs_n)
+    ]
+    if any(r["state"] != "successful" for r in runs):
+        raise RuntimeError(f"the program's graph did not come up under mocks: {[r['state'] for r in runs]}")
+    start = [r["import_pulumi_s"] + r["import_components_s"] + r["register_s"] for r in runs]
+    detail = {
+        "runs_ms": [{k[:-2]: round(v * 1000, 1) for k, v in r.items() if k.endswith("_s")} for r in runs]
+    }
+    return [
+        Figure("render.program_first_graph_ms", round(statistics.median(start) * 1000, 1), "ms",
+               note=f"fresh interpreter to {PROGRAM_GRAPH.name} registered under Pulumi mocks, median of {runs_n}",
+               detail=detail),
+        Figure("render.program_run_ms", round(statistics.median(r["run_s"] for r in runs) * 1000, 1), "ms",
+               note="the same program's whole run (its outputs resolved)"),
+    ]  # fmt: skip
+
+
 # --- the dynamic-provider process ------------------------------------------------------------------
 
 
@@ -286,15 +357,28 @@ def provider_figures(quick: bool) -> list[Figure]:
 
 
 def figures(quick: bool) -> list[Figure]:
-    return [*corpus_figures(quick), *fleet_figures(quick), *import_figures(quick), *provider_figures(quick)]
+    # Children import our packages byte-compiled, as an installed package is (not in the children: it imports
+    # Pulumi's automation API).
+    from benchmarks import harness
+
+    harness.compiled_sources()
+    return [
+        *corpus_figures(quick),
+        *fleet_figures(quick),
+        *import_figures(quick),
+        *program_figures(quick),
+        *provider_figures(quick),
+    ]
 
 
 def main(argv: list[str]) -> int:
-    """Child entry points: `fleet FOLDER` and `import MODULE` print JSON."""
+    """Child entry points: `fleet FOLDER`, `import MODULE` and `program GRAPH` print JSON."""
     if argv[:1] == ["fleet"]:
         print(json.dumps(fleet_child(Path(argv[1]))))
     elif argv[:1] == ["import"]:
         print(json.dumps(import_child(argv[1])))
+    elif argv[:1] == ["program"]:
+        print(json.dumps(program_child(Path(argv[1]))))
     else:
         print("usage: python -m benchmarks --only render", file=sys.stderr)
         return 2

@@ -267,10 +267,12 @@ def validate(model: type[BaseModel], data: Any, *, lenient: bool = False) -> lis
     version = api_version.split("/")[-1]
     problems: list[Problem] = []
     for pattern in kube_patterns(model):
-        validator = _validator(kind, version, pattern)
+        # A subtree's validator is compiled only for a document that has something at its path.
+        matches = list(_matches(data, pattern))
+        validator = _validator(kind, version, pattern) if matches else None
         if validator is None:
             continue
-        for at, value in _matches(data, pattern):
+        for at, value in matches:
             problems.extend(_problems(validator, at, value))
     if lenient:
         problems, unknown = split_unknown(problems)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import dataclasses
+import functools
 import os
 import ssl
 import tempfile
@@ -18,6 +19,10 @@ from dynamo_infra.kube import kubeconfig
 from dynamo_infra.kube.errors import KubeconfigError as KubeconfigError
 from dynamo_infra.kube.exec_credential import Credential, ExecCredentialError, ExecPlugin, cluster_info
 
+# SSL contexts kept, by the CA bundle and client pair they hold: each loads the system CA store (~0.1 s), and a
+# program, a provider process or the agent opens several clients of one kubeconfig; an exec plugin's new
+# certificate is a new entry.
+SSL_CONTEXTS_KEPT = 16
 # Where a pod's service-account token and the cluster's CA are mounted (in-cluster configuration).
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -57,29 +62,12 @@ class Connection:
         kubeconfig's own)."""
         if self.insecure:
             return False
-        ctx = ssl.create_default_context()
-        if self.ca_pem:
-            try:
-                ctx.load_verify_locations(cadata=self.ca_pem.decode(errors="replace"))
-            except ssl.SSLError:
-                raise KubeconfigError("kubeconfig certificate-authority is not a valid PEM bundle") from None
         pair = client_pair or (
             (self.client_cert_pem, self.client_key_pem)
             if self.client_cert_pem and self.client_key_pem
             else None
         )
-        if pair:
-            # ssl needs files for the client pair; they live only while being loaded.
-            with tempfile.TemporaryDirectory() as d:
-                cert, key = Path(d) / "c.pem", Path(d) / "k.pem"
-                cert.write_bytes(pair[0])
-                key.write_bytes(pair[1])
-                key.chmod(0o600)
-                try:
-                    ctx.load_cert_chain(str(cert), str(key))
-                except ssl.SSLError:
-                    raise KubeconfigError("kubeconfig client certificate or key is not valid PEM") from None
-        return ctx
+        return _ssl_context(self.ca_pem, pair)
 
     def credential(self) -> Credential:
         """What the next request authenticates with: the exec plugin's (run when it has none, or its
@@ -241,3 +229,26 @@ def from_environment(env: dict[str, str] | None = None) -> Connection:
     if cfg is None:
         raise KubeconfigError(f"none of the KUBECONFIG files exists: {', '.join(map(str, paths))}")
     return from_config(cfg)
+
+
+@functools.lru_cache(maxsize=SSL_CONTEXTS_KEPT)
+def _ssl_context(ca_pem: bytes | None, pair: tuple[bytes, bytes] | None) -> ssl.SSLContext:
+    """The system CA store, `ca_pem` and the client pair in one context (kept: see SSL_CONTEXTS_KEPT)."""
+    ctx = ssl.create_default_context()
+    if ca_pem:
+        try:
+            ctx.load_verify_locations(cadata=ca_pem.decode(errors="replace"))
+        except ssl.SSLError:
+            raise KubeconfigError("kubeconfig certificate-authority is not a valid PEM bundle") from None
+    if pair:
+        # ssl needs files for the client pair; they live only while being loaded.
+        with tempfile.TemporaryDirectory() as d:
+            cert, key = Path(d) / "c.pem", Path(d) / "k.pem"
+            cert.write_bytes(pair[0])
+            key.write_bytes(pair[1])
+            key.chmod(0o600)
+            try:
+                ctx.load_cert_chain(str(cert), str(key))
+            except ssl.SSLError:
+                raise KubeconfigError("kubeconfig client certificate or key is not valid PEM") from None
+    return ctx

@@ -251,3 +251,31 @@ def test_invalid_pem_is_named_not_quoted() -> None:
     pair = {"client-certificate-data": ca, "client-key-data": ca}
     with pytest.raises(connection.KubeconfigError, match="client certificate or key is not valid PEM"):
         KubeClient(connection.parse(kubeconfig(pair)))
+
+
+def test_connections_of_one_kubeconfig_share_one_ssl_context() -> None:
+    """Each context loads the system CA store (~0.1 s): a program's reads, each loading the kubeconfig
+    again, share one; another CA bundle or client pair is another context, and a bad PEM fails every time."""
+    import ssl
+
+    import certifi
+
+    bundle = Path(certifi.where()).read_text()
+    ca_pem = bundle[bundle.index("-----BEGIN CERTIFICATE-----") :].split("-----END CERTIFICATE-----")[0]
+    ca_pem += "-----END CERTIFICATE-----\n"
+    ca = base64.b64encode(ca_pem.encode()).decode()
+    text = kubeconfig({"token": "t"}, {"certificate-authority-data": ca})
+    ctx = connection.parse(text).ssl_context()
+    assert isinstance(ctx, ssl.SSLContext)
+    assert connection.parse(text).ssl_context() is ctx
+    assert ssl.PEM_cert_to_DER_cert(ca_pem) in ctx.get_ca_certs(binary_form=True)
+    other = connection.parse(kubeconfig({"token": "t"})).ssl_context()
+    assert isinstance(other, ssl.SSLContext) and other is not ctx
+    assert (
+        connection.parse(kubeconfig({"token": "t"}, {"insecure-skip-tls-verify": True})).ssl_context()
+        is False
+    )
+    bad = connection.parse(kubeconfig({"token": "t"}, {"certificate-authority-data": "bm90LXBlbQ=="}))
+    for _ in range(2):
+        with pytest.raises(connection.KubeconfigError, match="certificate-authority is not a valid PEM"):
+            bad.ssl_context()

@@ -97,3 +97,39 @@ def test_a_parsed_model_is_the_model_of_its_data() -> None:
         for dgd in load_yaml(path, admission=False).graphs:
             data = dgd.to_manifest()
             assert type(dgd).parse(data, kube_schema=False) == type(dgd).model_validate(data)
+
+
+def _every_validator_problems(model: Any, data: dict[str, Any]) -> list[Any]:
+    """`kube.validate` as a loop that compiles the validator of every sub-object path, matched or not."""
+    version = model.API_VERSION.split("/")[-1]
+    problems: list[Any] = []
+    for pattern in kube.kube_patterns(model):
+        validator = kube._validator(model.KIND, version, pattern)
+        if validator is not None:
+            for at, value in kube._matches(data, pattern):
+                problems.extend(kube._problems(validator, at, value))
+    return problems
+
+
+def test_sub_object_validation_compiles_only_matched_paths_and_finds_the_same_problems(
+    monkeypatch: Any,
+) -> None:
+    checked = with_problems = 0
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:40]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            model, wire = type(dgd), dgd.to_manifest()
+            broken = copy.deepcopy(wire)
+            for service in (broken["spec"].get("services") or {}).values():
+                service.setdefault("extraPodSpec", {}).setdefault("mainContainer", {})["ports"] = "80"
+            for data in (wire, broken):
+                problems = kube.validate(model, data)
+                assert problems == _every_validator_problems(model, data)
+                checked, with_problems = checked + 1, with_problems + bool(problems)
+    assert checked > 20 and with_problems > 10
+
+    dgd = load_yaml(CORPUS / "graphs" / "v1alpha1" / "mocker__agg.yaml", admission=False).graphs[0]
+    compiled: list[Any] = []
+    monkeypatch.setattr(kube, "_validator", lambda *key: compiled.append(key[2]))
+    kube.validate(type(dgd), dgd.to_manifest())
+    matched = [p for p in kube.kube_patterns(type(dgd)) if list(kube._matches(dgd.to_manifest(), p))]
+    assert compiled == matched and len(matched) < len(kube.kube_patterns(type(dgd)))
