@@ -12,6 +12,7 @@ from dynamo_infra.components import (
     DynamoGraphDeployment,
     Platform,
     PlatformArgs,
+    StackKubeconfig,
     read_mpi_ssh_secret,
     read_ownership,
 )
@@ -36,9 +37,9 @@ except StackConfigError as e:
 options = stack.cluster
 kubeconfig: pulumi.Input[str] = pulumi.Output.secret(stack.kubeconfig)
 # The graphs' providers may use a restricted identity (`graphKubeconfig`: the Role of `dynamo-infra rbac`).
-graph_kubeconfig: pulumi.Input[str] = (
-    pulumi.Output.secret(stack.graph_kubeconfig) if stack.graph_kubeconfig else kubeconfig
-)
+# They read it from the stack's configuration, by its key: each graph resource keeps the key, not the
+# credential.
+graph_kubeconfig = StackKubeconfig(stack.graphs_kubeconfig_key)
 
 # The stack creates (and may delete) the namespace and service accounts only if they are absent or
 # its own; those of a user or another stack are used as they are, as are Dynamo CRDs another tool

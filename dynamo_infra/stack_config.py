@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from dynamo_infra.api import AnyDGD, DynamoValidationError, to_hub
@@ -17,6 +16,7 @@ from dynamo_infra.config import AgentOptions, ClusterOptions
 from dynamo_infra.errors import DynamoInfraError
 from dynamo_infra.graph_source import load_graph
 from dynamo_infra.kube import kubeconfig
+from dynamo_infra.kube.errors import KubeconfigError
 from dynamo_infra.platform_options import PlatformOptions
 from dynamo_infra.render import cache
 from dynamo_infra.render.components.epp import has_epp
@@ -71,8 +71,15 @@ class StackConfig:
     # identity, see `dynamo_infra.render.runtime.rbac`) and context; "" and None: the platform's are used.
     graph_kubeconfig: str = field(default="", repr=False)
     graph_context: str | None = None
+    # The key the graphs' providers' kubeconfig came from ("" when the platform's is used).
+    graph_kubeconfig_key: str = ""
     # A graph creates or uses claims (seen in the render `read_graphs` makes of each graph).
     claims: bool = False
+
+    @property
+    def graphs_kubeconfig_key(self) -> str:
+        """The key the graphs' providers' kubeconfig comes from."""
+        return self.graph_kubeconfig_key if self.graph_kubeconfig else self.kubeconfig_key
 
     @property
     def graphs_context(self) -> str | None:
@@ -88,7 +95,9 @@ class StackConfig:
         platform = read_platform(config, cluster)
         agent = read_agent(config)
         kubeconfig_key, content = read_kubeconfig(config) if kubeconfig else (key("kubeconfig"), "")
-        graph_content = read_kubeconfig(config, GRAPH_PREFIX, required=False)[1] if kubeconfig else ""
+        graph_key, graph_content = (
+            read_kubeconfig(config, GRAPH_PREFIX, required=False) if kubeconfig else ("", "")
+        )
         graphs, claims = read_graphs(config, cluster)
         return cls(
             kubeconfig=content,
@@ -101,6 +110,7 @@ class StackConfig:
             delete_pvcs_on_destroy=config.get_bool("deletePvcsOnDestroy") or False,
             agent=agent,
             graph_kubeconfig=graph_content,
+            graph_kubeconfig_key=graph_key,
             graph_context=config.get(f"{GRAPH_PREFIX}Context"),
             claims=claims,
         )
@@ -156,11 +166,11 @@ def read_kubeconfig(config: ConfigReader, prefix: str = "", *, required: bool = 
         if not required:
             return "", ""
         raise StackConfigError(f"set {key(name)} (secret content) or {key(name + 'Path')}")
-    path = Path(path_value).expanduser()
-    if not path.exists():
-        raise StackConfigError(f"{key(name + 'Path')}: {path} does not exist (is the cluster up?)")
-    # Its relative paths as the file's folder gives them: providers get the content, not the file.
-    return key(f"{name}Path"), kubeconfig.with_absolute_paths(path.read_text(), path.parent.resolve())
+    try:
+        # Its relative paths as the file's folder gives them, so the content reads the same anywhere.
+        return key(f"{name}Path"), kubeconfig.from_stack_value(key(f"{name}Path"), path_value)
+    except KubeconfigError as e:
+        raise StackConfigError(str(e)) from None
 
 
 def read_graphs(config: ConfigReader, cluster: ClusterOptions) -> tuple[tuple[AnyDGD, ...], bool]:

@@ -1,5 +1,6 @@
 """Pulumi ComponentResources for Dynamo graphs and the cluster layer they run on."""
 
+from dynamo_infra.components.args import StackKubeconfig
 from dynamo_infra.components.checkpoint import Checkpoint, CheckpointArgs
 from dynamo_infra.components.graph import (
     DynamoComponentDeployment,
@@ -33,6 +34,7 @@ __all__ = [
     "PlatformPlan",
     "ScalingAdapter",
     "ScalingAdapterArgs",
+    "StackKubeconfig",
     "load_graph",
     "plan_graph",
     "plan_platform",

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, cast
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar, cast
 
 import pulumi
 
 A = TypeVar("A")
+
+
+@dataclass(frozen=True)
+class StackKubeconfig:
+    """A kubeconfig the dynamic providers read from the stack's configuration, by its key
+    (`dynamo-infra:kubeconfigPath`): the engine gives them the configuration, so each resource keeps the
+    key, not the credential (`pulumi destroy` reads the configuration the stack last ran with)."""
+
+    key: str
+
+
+# How a resource reaches the cluster: the kubeconfig's content, or the stack configuration key of it.
+Kubeconfig: TypeAlias = "pulumi.Input[str] | StackKubeconfig"
+
+
+def kubeconfig_props(kubeconfig: Kubeconfig) -> dict[str, Any]:
+    """A dynamic resource's credential properties: the content as a secret, or the configuration key."""
+    if isinstance(kubeconfig, StackKubeconfig):
+        return {"kubeconfigFrom": kubeconfig.key}
+    return {"kubeconfig": pulumi.Output.secret(kubeconfig)}
 
 
 def stack_id() -> str:

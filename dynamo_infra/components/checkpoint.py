@@ -10,7 +10,7 @@ import pulumi
 from pulumi.dynamic import Resource
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.args import args_of
+from dynamo_infra.components.args import Kubeconfig, args_of, kubeconfig_props
 from dynamo_infra.reconcile.checkpoint_provider import CheckpointProvider
 from dynamo_infra.reconcile.inputs import SNAPSHOT_KINDS
 from dynamo_infra.render.features.checkpoint import DEFAULT_SECCOMP_PROFILE, capture_job
@@ -22,7 +22,7 @@ class CheckpointArgs:
 
     # The DynamoCheckpoint manifest (namespace set); or a SnapshotJob / PodSnapshot (snapshot API).
     checkpoint: Manifest
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: Kubeconfig
     context: str | None = None
     wait: bool = True
     timeout_seconds: int | None = None
@@ -49,7 +49,7 @@ class Checkpoint(Resource):
         name: str,
         checkpoint: Manifest | CheckpointArgs,
         *,
-        kubeconfig: pulumi.Input[str] | None = None,
+        kubeconfig: Kubeconfig | None = None,
         context: str | None = None,
         wait: bool | None = None,
         timeout_seconds: int | None = None,
@@ -70,7 +70,7 @@ class Checkpoint(Resource):
         )
         checkpoint, kubeconfig, context = args.checkpoint, args.kubeconfig, args.context
         props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            **kubeconfig_props(kubeconfig),
             "context": context or "",
             "namespace": checkpoint["metadata"]["namespace"],
             "checkpoint": checkpoint,

@@ -13,7 +13,7 @@ import pulumi
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
 from dynamo_infra.components.admission import GraphAdmission
-from dynamo_infra.components.args import args_of
+from dynamo_infra.components.args import Kubeconfig, args_of
 from dynamo_infra.components.checkpoint import Checkpoint
 from dynamo_infra.components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
 from dynamo_infra.components.pvc import PersistentVolumeClaim
@@ -63,7 +63,7 @@ class DynamoComponentDeploymentArgs:
     # The component as rendered, and the graph it belongs to.
     rendered: RenderedComponent
     graph: RenderedGraph
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: Kubeconfig
     options: ClusterOptions
     context: str | None = None
     # The component's objects when they depend on its checkpoint (None: the rendering's).
@@ -90,7 +90,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         rendered: RenderedComponent | DynamoComponentDeploymentArgs,
         *,
         graph: RenderedGraph | None = None,
-        kubeconfig: pulumi.Input[str] | None = None,
+        kubeconfig: Kubeconfig | None = None,
         context: str | None = None,
         options: ClusterOptions | None = None,
         objects: pulumi.Input[list[Manifest]] | None = None,
@@ -166,7 +166,7 @@ class DynamoGraphDeploymentArgs:
 
     # A v1alpha1 or v1beta1 DGD, or the path of a YAML file holding one.
     graph: GraphSource
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: Kubeconfig
     context: str | None = None
     options: ClusterOptions | None = None
     # Where the graph runs (None: the options' namespace).
@@ -184,7 +184,7 @@ class DynamoGraphDeploymentArgs:
 
 def graph_args(
     graph: GraphSource | DynamoGraphDeploymentArgs,
-    kubeconfig: pulumi.Input[str] | None,
+    kubeconfig: Kubeconfig | None,
     **keywords: Any,
 ) -> DynamoGraphDeploymentArgs:
     """The args given, or those of the keyword arguments (one or the other, not both)."""
@@ -280,7 +280,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         name: str,
         graph: GraphSource | DynamoGraphDeploymentArgs,
         *,
-        kubeconfig: pulumi.Input[str] | None = None,
+        kubeconfig: Kubeconfig | None = None,
         context: str | None = None,
         options: ClusterOptions | None = None,
         namespace: str | None = None,

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.args import args_of
+from dynamo_infra.components.args import Kubeconfig, args_of, kubeconfig_props
 from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 
@@ -17,7 +17,7 @@ from dynamo_infra.reconcile.pvc_provider import PersistentVolumeClaimProvider
 class PersistentVolumeClaimArgs:
     """The inputs of a PersistentVolumeClaim (the same as its keyword arguments)."""
 
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: Kubeconfig
     namespace: str
     claim_name: str
     # The graph using it (a claim the Dynamo operator made for it is freed from its DGD).
@@ -44,7 +44,7 @@ class PersistentVolumeClaim(TakingOverResource):
         name: str,
         args: PersistentVolumeClaimArgs | None = None,
         *,
-        kubeconfig: pulumi.Input[str] | None = None,
+        kubeconfig: Kubeconfig | None = None,
         context: str | None = None,
         namespace: str | None = None,
         claim_name: str | None = None,
@@ -70,7 +70,7 @@ class PersistentVolumeClaim(TakingOverResource):
             },
         )
         props = {
-            "kubeconfig": pulumi.Output.secret(a.kubeconfig),
+            **kubeconfig_props(a.kubeconfig),
             "context": a.context or "",
             "namespace": a.namespace,
             "name": a.claim_name,

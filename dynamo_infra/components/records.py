@@ -11,7 +11,7 @@ import pulumi
 from dynamo_infra.api import AnyDGD
 from dynamo_infra.api.loader import to_hub
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.args import stack_id
+from dynamo_infra.components.args import Kubeconfig, kubeconfig_props, stack_id
 from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.kube.client import object_key, stub
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
@@ -98,7 +98,7 @@ class GraphRecords(TakingOverResource):
         self,
         name: str,
         *,
-        kubeconfig: pulumi.Input[str],
+        kubeconfig: Kubeconfig,
         context: str | None,
         dgd: AnyDGD,
         rendered: RenderedGraph,
@@ -106,7 +106,7 @@ class GraphRecords(TakingOverResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            **kubeconfig_props(kubeconfig),
             "context": context or "",
             **records_props(dgd, rendered, replicas),
             "stack": stack_id(),

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from dynamo_infra.api.autoscaling import Autoscaler
-from dynamo_infra.components.args import args_of
+from dynamo_infra.components.args import Kubeconfig, args_of
 from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.render import RenderedComponent, RenderedGraph
 from dynamo_infra.render.features.autoscaling import autoscaler_object, scale_target
@@ -23,7 +23,7 @@ class ScalingAdapterArgs:
     graph: RenderedGraph
     component: RenderedComponent
     autoscaler: Autoscaler
-    kubeconfig: pulumi.Input[str]
+    kubeconfig: Kubeconfig
     context: str | None = None
 
 
@@ -39,7 +39,7 @@ class ScalingAdapter(pulumi.ComponentResource):
         graph: RenderedGraph | None = None,
         component: RenderedComponent | None = None,
         autoscaler: Autoscaler | None = None,
-        kubeconfig: pulumi.Input[str] | None = None,
+        kubeconfig: Kubeconfig | None = None,
         context: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:

@@ -7,7 +7,7 @@ from typing import Any, cast
 import pulumi
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.args import stack_id
+from dynamo_infra.components.args import Kubeconfig, kubeconfig_props, stack_id
 from dynamo_infra.components.takeover import TakingOverResource
 from dynamo_infra.kube.client import object_key
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
@@ -36,7 +36,7 @@ class ComponentWorkload(TakingOverResource):
         self,
         name: str,
         *,
-        kubeconfig: pulumi.Input[str],
+        kubeconfig: Kubeconfig,
         context: str | None,
         namespace: str,
         graph: str,
@@ -51,7 +51,7 @@ class ComponentWorkload(TakingOverResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
-            "kubeconfig": pulumi.Output.secret(kubeconfig),
+            **kubeconfig_props(kubeconfig),
             "context": context or "",
             "namespace": namespace,
             "graph": graph,

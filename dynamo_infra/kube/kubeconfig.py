@@ -62,6 +62,23 @@ def with_absolute_paths(text: str, base_dir: Path) -> str:
     return yaml.safe_dump(cfg, sort_keys=False) if make_paths_absolute(cfg, base_dir) else text
 
 
+# A stack configuration key naming a kubeconfig file (`kubeconfigPath`, `graphKubeconfigPath`) ends so;
+# any other kubeconfig key holds the content.
+PATH_KEY_SUFFIX = "Path"
+
+
+def from_stack_value(key: str, value: str) -> str:
+    """The kubeconfig a stack configuration value gives: the value itself, or, for a key ending in
+    PATH_KEY_SUFFIX, the content of the file it names (`~` expanded, relative to the working directory)
+    with its relative paths made absolute against the file's folder."""
+    if not key.endswith(PATH_KEY_SUFFIX):
+        return value
+    path = Path(value).expanduser()
+    if not path.exists():
+        raise KubeconfigError(f"{key}: {path} does not exist (is the cluster up?)")
+    return with_absolute_paths(path.read_text(), path.parent.resolve())
+
+
 def read_file(path: Path) -> dict[str, Any] | None:
     """One kubeconfig file with its paths made absolute; None when it does not exist."""
     try:

@@ -21,7 +21,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
 
-from pulumi.dynamic import ReadResult, ResourceProvider
+from pulumi.dynamic import ConfigureRequest, ReadResult, ResourceProvider
+from pulumi.dynamic.config import Config
 
 from dynamo_infra.errors import DynamoInfraError
 
@@ -40,6 +41,10 @@ DEFAULT_AWAIT_TIMEOUT_S = 600.0
 AWAIT_SKIP = "skip"
 
 T = TypeVar("T")
+# The properties naming how a resource reaches the cluster.
+CREDENTIAL_PROPS = ("kubeconfig", "kubeconfigFrom")
+# The stack's configuration as the engine gave it to this provider process (`Provider.configure`).
+_stack_config: Config | None = None
 
 
 class AwaitTimeout(DynamoInfraError):
@@ -65,6 +70,10 @@ class Inputs:
     """
 
     kubeconfig: str = ""
+    # The stack configuration key the kubeconfig is read from instead (`dynamo-infra:kubeconfigPath`):
+    # the engine gives every dynamic provider the stack's configuration, so the credential is not kept
+    # in each resource's state.
+    kubeconfig_from: str = ""
     context: str = ""
     namespace: str = ""
 
@@ -82,9 +91,11 @@ class Inputs:
         return {prop_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
 
     def changed(self, other: Inputs) -> list[str]:
-        """Property names whose value differs between two sets of inputs (the diffed ones)."""
+        """Property names whose value differs between two sets of inputs (the diffed ones). A credential
+        moving between the resource's inputs and the stack's configuration is no change."""
         mine, theirs = self.to_props(), other.to_props()
-        return [k for k in self.diffed() if mine[k] != theirs[k]]
+        moved = bool(self.kubeconfig_from) != bool(other.kubeconfig_from)
+        return [k for k in self.diffed() if mine[k] != theirs[k] and not (moved and k in CREDENTIAL_PROPS)]
 
     def client(self) -> KubeClient:
         """A client for this call (decision 10: never kept on the provider)."""
@@ -96,13 +107,34 @@ class Inputs:
             # What the least-privilege Role grants is all the providers may count on (`dynamo-infra rbac`).
             return rbac.covers(group, plural, "list") and rbac.covers(group, plural, "watch")
 
-        return client.KubeClient(connection.load(self.kubeconfig, self.context or None), may_watch=may_watch)
+        return client.KubeClient(
+            connection.load(self.credential(), self.context or None), may_watch=may_watch
+        )
+
+    def credential(self) -> str:
+        """The kubeconfig: the input's, or the stack configuration's value of `kubeconfig_from`."""
+        if not self.kubeconfig_from:
+            return self.kubeconfig
+        from dynamo_infra.kube import kubeconfig  # here: Check and Diff stay light
+
+        value = _stack_config.get(self.kubeconfig_from) if _stack_config else None
+        if not value:
+            raise DynamoInfraError(
+                f"{self.kubeconfig_from}: not in the stack's configuration, where this resource reads its "
+                "kubeconfig (set it again to reach the cluster)"
+            )
+        return kubeconfig.from_stack_value(self.kubeconfig_from, str(value))
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
     if f.default_factory is not dataclasses.MISSING:
         return f.default_factory()
     return f.default
+
+
+def kubeconfig_given(props: dict[str, Any]) -> bool:
+    """Whether inputs say how to reach the cluster: a kubeconfig, or the stack configuration key of one."""
+    return bool(props.get("kubeconfig") or props.get("kubeconfigFrom"))
 
 
 def await_skipped(policy: dict[str, Any]) -> bool:
@@ -166,6 +198,11 @@ class Provider(ResourceProvider, Generic[InputsT]):
         """The module that writes, deletes and reads these inputs, imported on first use: a process
         that only checks and diffs never loads it (module doc)."""
         return importlib.import_module(self.calls_module_for(ins))
+
+    def configure(self, req: ConfigureRequest) -> None:
+        """Keep the stack's configuration: a resource's `kubeconfigFrom` names a key of it."""
+        global _stack_config
+        _stack_config = req.config
 
     def typed(self, props: dict[str, Any]) -> InputsT:
         return cast(InputsT, self.inputs.from_props(props))

@@ -36,7 +36,7 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from dynamo_infra.reconcile.base import Provider
+from dynamo_infra.reconcile.base import Provider, kubeconfig_given
 from dynamo_infra.reconcile.inputs import SNAPSHOT_KINDS, CheckpointInputs, meta
 
 # What a checkpoint through the snapshot API (runtime at least 1.5.0) calls to write, delete and read.
@@ -66,7 +66,7 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             failures.append(CheckFailure("job", "the capture Job manifest with metadata.name is required"))
         if not news.get("owner"):
             failures.append(CheckFailure("owner", "an owner (project/stack/resource) is required"))
-        if not news.get("kubeconfig"):
+        if not kubeconfig_given(news):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         return CheckResult(news, failures)
 
@@ -77,9 +77,9 @@ class CheckpointProvider(Provider[CheckpointInputs]):
             failures.append(CheckFailure("checkpoint", "metadata.name is required"))
         if not news.get("owner"):
             failures.append(CheckFailure("owner", "an owner (project/stack/resource) is required"))
-        if not news.get("kubeconfig"):
+        if not kubeconfig_given(news):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
-        elif not failures and isinstance(news.get("kubeconfig"), str):
+        elif not failures and isinstance(news.get("kubeconfig", ""), str):
             ins = self.typed(news)
             problem = self.calls(ins).preview_problem(ins)  # only snapshot-API checks load their calls
             if problem is not None:

@@ -22,7 +22,7 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
-from dynamo_infra.reconcile.base import Provider
+from dynamo_infra.reconcile.base import Provider, kubeconfig_given
 from dynamo_infra.reconcile.inputs import WorkloadInputs
 
 
@@ -60,7 +60,7 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
                     failures.append(CheckFailure(f"scale.{key}", "names no object in `observe`"))
                 elif not isinstance(replicas, int | float) or replicas < 0 or int(replicas) != replicas:
                     failures.append(CheckFailure(f"scale.{key}", "replicas must be a non-negative integer"))
-        if not news.get("kubeconfig"):
+        if not kubeconfig_given(news):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         return CheckResult(news, failures)
 

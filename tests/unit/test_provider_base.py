@@ -78,15 +78,17 @@ def test_stored_providers_load_and_serialize_the_same(cls: type) -> None:
 
 def test_diffed_inputs_are_every_input_the_reconcile_reads() -> None:
     assert WorkloadInputs.diffed() == (
-        "kubeconfig", "context", "namespace", "graph", "component", "stack", "objects",
+        "kubeconfig", "kubeconfigFrom", "context", "namespace", "graph", "component", "stack", "objects",
         "replicasExternal", "await", "scale", "observe", "pullSecretDiscovery", "replicasFrom",
     )  # fmt: skip
     assert ClaimInputs.diffed() == (
-        "kubeconfig", "context", "namespace", "name", "graph", "manifest", "create", "deleteOnDestroy",
+        "kubeconfig", "kubeconfigFrom", "context", "namespace", "name", "graph", "manifest", "create",
+        "deleteOnDestroy",
         "await",
     )  # fmt: skip
     assert CheckpointInputs.diffed() == (
-        "kubeconfig", "context", "namespace", "checkpoint", "job", "owner", "wait", "timeoutSeconds",
+        "kubeconfig", "kubeconfigFrom", "context", "namespace", "checkpoint", "job", "owner", "wait",
+        "timeoutSeconds",
     )  # fmt: skip
 
 
@@ -101,6 +103,7 @@ def test_a_change_of_what_is_observed_or_discovered_is_an_update() -> None:
 def test_typed_inputs_round_trip_the_property_dict() -> None:
     props = {
         "kubeconfig": "k",
+        "kubeconfigFrom": "",
         "context": "",
         "namespace": "n",
         "name": "c",

@@ -141,3 +141,6 @@ def test_the_graphs_kubeconfig_is_their_own_when_given(tmp_path: Path) -> None:
     config = {"kubeconfigPath": str(admin), "context": "c", "graphKubeconfigPath": str(graphs)}
     split = StackConfig.from_config(_Config(config))
     assert (split.kubeconfig, split.graph_kubeconfig, split.graphs_context) == ("admin", "restricted", None)
+    # The key the graphs' providers read their kubeconfig from (StackKubeconfig in `__main__.py`).
+    assert plain.graphs_kubeconfig_key == "dynamo-infra:kubeconfigPath"
+    assert split.graphs_kubeconfig_key == "dynamo-infra:graphKubeconfigPath"
