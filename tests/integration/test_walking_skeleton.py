@@ -25,6 +25,18 @@ def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, projec
     assert outputs["state"] == "successful"
     assert outputs["components"]["VllmWorker"]["readyReplicas"] == 1
 
+    # The graph's resources keep the stack configuration key of their kubeconfig (the harness gives the
+    # graphs a restricted one), not the credential; the destroy below reads it from the configuration.
+    dynamic = [
+        r
+        for r in stack.export_stack().deployment["resources"]
+        if r["type"] == "pulumi-python:dynamic:Resource"
+    ]
+    assert not [r["urn"] for r in dynamic if "kubeconfig" in r["inputs"] or "kubeconfig" in r["outputs"]]
+    keys = {r["urn"].rsplit("::", 1)[1]: r["inputs"].get("kubeconfigFrom") for r in dynamic}
+    readers = {k for k, v in keys.items() if v == "dynamo-infra:graphKubeconfigPath"}
+    assert set(keys) - readers == {"vllm-agg-admission"}, keys
+
     deployments = {d["metadata"]["name"]: d for d in kube.list("apps/v1", "Deployment", ns)}
     worker = next(d for n, d in deployments.items() if n.startswith("vllm-agg-vllmworker-"))
     assert "vllm-agg-frontend" in deployments
