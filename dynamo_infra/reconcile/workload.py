@@ -19,6 +19,8 @@ from dynamo_infra.render.runtime.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
 REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
+# The least a delete waits for one more object once the shared deadline has passed (one look).
+MIN_WAIT_S = 1.0
 
 Log = Callable[[str], None]
 
@@ -194,7 +196,9 @@ def delete_objects(
     log: Log,
     keep: Callable[[str], bool] = lambda k: False,
 ) -> None:
-    """Delete in reverse apply order with foreground propagation, waiting until each is gone."""
+    """Delete in reverse apply order with foreground propagation, then wait until every one is gone
+    (one DELETE_TIMEOUT_S for all: they go together, as the operator's owned objects do)."""
+    deleted: list[tuple[str, Manifest]] = []
     for key in reversed(keys):
         if keep(key):
             log(f"retaining {key}")
@@ -206,7 +210,11 @@ def delete_objects(
             if e.status == 404:
                 continue
             raise
-        if existed and not client.wait_deleted(obj, DELETE_TIMEOUT_S):
+        if existed:
+            deleted.append((key, obj))
+    deadline = time.monotonic() + DELETE_TIMEOUT_S
+    for key, obj in deleted:
+        if not client.wait_deleted(obj, max(deadline - time.monotonic(), MIN_WAIT_S)):
             raise KubeError(f"{key} still exists {DELETE_TIMEOUT_S:.0f}s after deletion (finalizers?)")
 
 

@@ -7,9 +7,11 @@ import base64
 import pytest
 
 from dynamo_infra.kube import connection
+from dynamo_infra.kube.errors import KubeError
+from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S
 from dynamo_infra.reconcile.inputs import apply_order
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
-from dynamo_infra.reconcile.workload import project
+from dynamo_infra.reconcile.workload import delete_objects, project
 
 DEP = {
     "apiVersion": "apps/v1",
@@ -110,3 +112,34 @@ def test_diff_sees_a_scale_change() -> None:
     p = ComponentWorkloadProvider()
     assert p.diff("id", props(scale={key: 1}), props(scale={key: 2})).changes is True
     assert p.diff("id", props(), props(scale=None)).changes is False
+
+
+class _DeletingClient:
+    """Records deletes and waits; `gone` says which objects a wait finds gone."""
+
+    def __init__(self, gone: bool = True) -> None:
+        self.calls: list[tuple[str, str, float]] = []
+        self.gone = gone
+
+    def delete(self, obj: dict) -> bool:
+        self.calls.append(("delete", obj["metadata"]["name"], 0.0))
+        return obj["metadata"]["name"] != "absent"
+
+    def wait_deleted(self, obj: dict, timeout: float) -> bool:
+        self.calls.append(("wait", obj["metadata"]["name"], timeout))
+        return self.gone
+
+
+def test_a_delete_sends_every_delete_before_waiting_and_waits_once_overall() -> None:
+    keys = ["v1/ConfigMap/ns/c", "v1/Service/ns/absent", "apps/v1/Deployment/ns/d"]
+    client = _DeletingClient()
+    delete_objects(client, keys, {}, lambda _: None)  # type: ignore[arg-type]
+    # Reverse apply order, all deletes first; objects the API server did not have are not waited for.
+    assert [(op, name) for op, name, _ in client.calls] == [
+        ("delete", "d"), ("delete", "absent"), ("delete", "c"), ("wait", "d"), ("wait", "c"),
+    ]  # fmt: skip
+    waits = [t for op, _, t in client.calls if op == "wait"]
+    assert waits[0] <= DELETE_TIMEOUT_S and waits[1] <= waits[0]
+    stuck = _DeletingClient(gone=False)
+    with pytest.raises(KubeError, match="apps/v1/Deployment/ns/d still exists"):
+        delete_objects(stuck, keys, {}, lambda _: None)  # type: ignore[arg-type]
