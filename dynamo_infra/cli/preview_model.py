@@ -51,6 +51,7 @@ MAPPED_OBJECT_INPUTS = ("objects", "adapters")
 PLUMBING_INPUTS = frozenset(
     [
         "kubeconfig",
+        "kubeconfigFrom",
         "context",
         "namespace",
         "graph",

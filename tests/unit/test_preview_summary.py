@@ -128,7 +128,7 @@ def test_components_added_and_removed_and_plumbing_ignored() -> None:
         "g-worker-workload",
         WORKLOAD,
         workload_inputs("g", "W"),
-        {**workload_inputs("g", "W"), "__provider": "other"},
+        {**workload_inputs("g", "W"), "__provider": "other", "kubeconfigFrom": "dynamo-infra:kubeconfigPath"},
     )
     s = summarize(preview(added, removed, component, plumbing))
     assert [(c.name, c.op) for c in s.graphs[0].components] == [("New", "added"), ("Old", "removed")]
