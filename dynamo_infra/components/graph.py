@@ -359,6 +359,11 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         if plan.shared:
             self.shared = self._workload(plan.shared, list(plan.shared.objects), admitted)
             depends.append(self.shared)
+        first = [*self.pvcs.values(), *([self.shared] if self.shared else [])]
+        if first and required:
+            # The later children wait for what the graph depends on through the claims and shared
+            # objects, which wait for it: each lists those few, not every resource of the platform.
+            depends = [r for r in depends if all(r is not q for q in required)]
         self.checkpoints = {
             c.component: Checkpoint(
                 c.name,

@@ -27,15 +27,20 @@ def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, projec
 
     # The graph's resources keep the stack configuration key of their kubeconfig (the harness gives the
     # graphs a restricted one), not the credential; the destroy below reads it from the configuration.
-    dynamic = [
-        r
-        for r in stack.export_stack().deployment["resources"]
-        if r["type"] == "pulumi-python:dynamic:Resource"
-    ]
+    resources = stack.export_stack().deployment["resources"]
+    dynamic = [r for r in resources if r["type"] == "pulumi-python:dynamic:Resource"]
     assert not [r["urn"] for r in dynamic if "kubeconfig" in r["inputs"] or "kubeconfig" in r["outputs"]]
     keys = {r["urn"].rsplit("::", 1)[1]: r["inputs"].get("kubeconfigFrom") for r in dynamic}
     readers = {k for k, v in keys.items() if v == "dynamo-infra:graphKubeconfigPath"}
     assert set(keys) - readers == {"vllm-agg-admission"}, keys
+    # The first writer (the shared objects) waits for the platform; the components wait through it and
+    # list it, not every resource of the platform.
+    by_name = {r["urn"].rsplit("::", 1)[1]: r for r in resources}
+    platform = {r["urn"] for r in resources if "dynamo-infra:index:Platform$" in r["urn"]}
+    assert platform and platform <= set(by_name["vllm-agg-shared"]["dependencies"])
+    for component in ("vllm-agg-frontend", "vllm-agg-vllmworker"):
+        listed = set(by_name[component]["dependencies"])
+        assert by_name["vllm-agg-shared"]["urn"] in listed and not platform & listed, listed
 
     deployments = {d["metadata"]["name"]: d for d in kube.list("apps/v1", "Deployment", ns)}
     worker = next(d for n, d in deployments.items() if n.startswith("vllm-agg-vllmworker-"))
