@@ -26,11 +26,11 @@ class ComponentWorkload(TakingOverResource):
     `objects` may be an Output (a component rendered once its checkpoint's readiness is known).
     `replicas_from` (`{record, component}`): a workload with external replicas is created with the
     component's replicas in that live DGD record (a new workload of a component the planner scaled).
+    The state keeps `objects` readable as inputs; the output is packed (`reconcile.base.pack`).
     """
 
     status: pulumi.Output[dict[str, Any]]
     inventory: pulumi.Output[list[str]]
-    objects: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,

@@ -6,6 +6,7 @@ run, is no update: the program admits the graph as written on every run). It tou
 never shows as a change itself.
 
 Inputs: graph (the DGD manifest), features (the operator's gates the webhook reads), namespace.
+Outputs: the inputs, `graph` packed (`reconcile.base.pack`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def _typed(manifest: Manifest) -> Resource:
 
 class GraphAdmissionProvider(Provider[AdmissionInputs]):
     inputs = AdmissionInputs
+    packed = ("graph",)
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         old, new = self.typed(olds), self.typed(news)
@@ -88,11 +90,11 @@ class GraphAdmissionProvider(Provider[AdmissionInputs]):
     def create(self, props: dict[str, Any]) -> CreateResult:
         ins = self.typed(props)
         return CreateResult(
-            id_=f"{ins.namespace}/{ins.graph.get('metadata', {}).get('name', '')}", outs=props
+            id_=f"{ins.namespace}/{ins.graph.get('metadata', {}).get('name', '')}", outs=self.outputs(props)
         )
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=news)
+        return UpdateResult(outs=self.outputs(news))
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None

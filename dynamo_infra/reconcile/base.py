@@ -13,10 +13,13 @@ create, update, delete or read; the calls module imports the inputs, never the p
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import importlib
+import json
 import sys
 import time
+import zlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
@@ -45,6 +48,25 @@ T = TypeVar("T")
 CREDENTIAL_PROPS = ("kubeconfig", "kubeconfigFrom")
 # The stack's configuration as the engine gave it to this provider process (`Provider.configure`).
 _stack_config: Config | None = None
+# How an output holds a large input packed: this prefix, then base64 of zlib-compressed JSON. The state
+# keeps such an input readable once, as an input (what `preview --diff` shows), and every checkpoint the
+# engine writes after each step serializes one string instead of every field of every manifest.
+PACKED_PREFIX = "dynamo-infra.packed/v1:"
+# zlib level of packed outputs: the default's trade of speed for size.
+PACK_LEVEL = 6
+
+
+def pack(value: Any) -> str:
+    """`value` (plain JSON data) as one string: PACKED_PREFIX + base64(zlib(canonical JSON))."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return PACKED_PREFIX + base64.b64encode(zlib.compress(text.encode(), PACK_LEVEL)).decode("ascii")
+
+
+def unpack(value: Any) -> Any:
+    """The value `pack` made `value` from; any other value as it is (outputs written unpacked)."""
+    if isinstance(value, str) and value.startswith(PACKED_PREFIX):
+        return json.loads(zlib.decompress(base64.b64decode(value[len(PACKED_PREFIX) :])))
+    return value
 
 
 class AwaitTimeout(DynamoInfraError):
@@ -84,8 +106,9 @@ class Inputs:
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> Self:
+        """From inputs, or from outputs (where large inputs are packed: `Provider.outputs`)."""
         fields = dataclasses.fields(cls)
-        return cls(**{f.name: props.get(prop_name(f.name), _default(f)) for f in fields})
+        return cls(**{f.name: unpack(props.get(prop_name(f.name), _default(f))) for f in fields})
 
     def to_props(self) -> dict[str, Any]:
         return {prop_name(f.name): getattr(self, f.name) for f in dataclasses.fields(self)}
@@ -189,6 +212,8 @@ class Provider(ResourceProvider, Generic[InputsT]):
     inputs: ClassVar[type[Inputs]]
     # The module (dotted name) that creates, updates, deletes and reads: imported by `calls` only.
     calls_module: ClassVar[str]
+    # The input properties whose outputs are packed (`pack`): the large ones, read back through `typed`.
+    packed: ClassVar[tuple[str, ...]] = ()
 
     def calls_module_for(self, ins: InputsT) -> str:
         """The calls module for these inputs (a provider with more than one chooses here)."""
@@ -210,6 +235,11 @@ class Provider(ResourceProvider, Generic[InputsT]):
     def changes(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
         return self.typed(olds).changed(self.typed(news))
 
+    def outputs(self, outs: dict[str, Any]) -> dict[str, Any]:
+        """Outputs as the state keeps them: the `packed` properties packed."""
+        return {k: pack(unpack(v)) if k in self.packed else v for k, v in outs.items()}
+
     def read_result(self, id_: str, outs: dict[str, Any]) -> ReadResult:
         """Outputs as read, with the inputs they imply (so refresh shows drift)."""
-        return ReadResult(id_, outs, {k: outs[k] for k in self.inputs.diffed() if k in outs})
+        inputs = {k: unpack(outs[k]) for k in self.inputs.diffed() if k in outs}
+        return ReadResult(id_, self.outputs(outs), inputs)

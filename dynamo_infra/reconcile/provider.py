@@ -7,8 +7,9 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove),
   replicasFrom: {record, component}: the graph's DGD record, whose live replicas of the component a
   new workload with external replicas is created with
-Outputs: the inputs plus `inventory` (keys applied, in order), `status` and `takenOver` (what was
-taken over from the Dynamo operator, kept across updates; {} when nothing).
+Outputs: the inputs (`objects` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
+order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
+{} when nothing).
 
 Check and Diff need only the inputs; what writes, deletes and reads is in `workload_calls`, imported
 on the first of those calls by `Provider.calls` (see `reconcile.base`); the inputs are in
@@ -31,6 +32,7 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
 
     inputs = WorkloadInputs
     calls_module = "dynamo_infra.reconcile.workload_calls"
+    packed = ("objects",)
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
@@ -72,14 +74,16 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         ins = self.typed(props)
-        return CreateResult(id_=ins.label, outs=self.calls(ins).reconcile(ins, props, [], {}, {}))
+        return CreateResult(
+            id_=ins.label, outs=self.outputs(self.calls(ins).reconcile(ins, props, [], {}, {}))
+        )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         ins = self.typed(news)
         previous = list(olds.get("inventory") or [])
-        known = dict(olds.get("objects") or {})
+        known = dict(self.typed(olds).objects or {})
         taken = dict(olds.get("takenOver") or {})
-        return UpdateResult(outs=self.calls(ins).reconcile(ins, news, previous, known, taken))
+        return UpdateResult(outs=self.outputs(self.calls(ins).reconcile(ins, news, previous, known, taken)))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         ins = self.typed(props)

@@ -6,7 +6,7 @@ Inputs: kubeconfig (secret), context, namespace, graph,
   runtimeNamespace: str, scaleTarget: {apiVersion, kind, name}, replicas: graph|agent|autoscaler}}
   (the objects whose status is the component's; where its replicas live and who owns them), also
   written on the DGD as annotation COMPONENTS_ANNOTATION for the dynamo-infra agent.
-Outputs: the inputs plus `status` (the DGD status written), `recorded` ("" when the records are in the
+Outputs: the inputs (`dgd` and `components` packed: `reconcile.base.pack`) plus `status` (the DGD status written), `recorded` ("" when the records are in the
 cluster, else why not) and `takenOver`.
 
 Status is written through the status subresource on every create, update and read (refresh), never
@@ -33,6 +33,7 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
 
     inputs = RecordsInputs
     calls_module = "dynamo_infra.reconcile.records_calls"
+    packed = ("dgd", "components")
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = self.changes(olds, news)
@@ -40,7 +41,7 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         ins = self.typed(props)
-        return CreateResult(id_=ins.label, outs=self.calls(ins).reconcile(ins, props, [], {}))
+        return CreateResult(id_=ins.label, outs=self.outputs(self.calls(ins).reconcile(ins, props, [], {})))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         from dynamo_infra.render.runtime.records import DGDSA_KIND  # here: Check and Diff stay light
@@ -48,7 +49,7 @@ class GraphRecordsProvider(Provider[RecordsInputs]):
         ins = self.typed(news)
         previous = [k for k in olds.get("inventory") or [] if f"/{DGDSA_KIND}/" in k]
         taken = dict(olds.get("takenOver") or {})
-        return UpdateResult(outs=self.calls(ins).reconcile(ins, news, previous, taken))
+        return UpdateResult(outs=self.outputs(self.calls(ins).reconcile(ins, news, previous, taken)))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         ins = self.typed(props)

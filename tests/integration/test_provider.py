@@ -8,6 +8,7 @@ import pytest
 
 from dynamo_infra.api import load_yaml
 from dynamo_infra.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient, object_key
+from dynamo_infra.reconcile.base import unpack
 from dynamo_infra.reconcile.ownership import ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import render_graph
@@ -58,7 +59,8 @@ def test_create_update_read_delete(
         content_type="application/merge-patch+json",
     )
     read = p.read(created.id, outs)
-    assert read.outs["objects"][key]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
+    assert read.inputs["objects"][key]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
+    assert unpack(read.outs["objects"]) == read.inputs["objects"], "outputs keep the objects packed"
     assert p.diff(created.id, read.inputs, props).changes is True
     p.update(created.id, read.outs, props)
     restored = kube.get(props["objects"][key])

@@ -11,6 +11,7 @@ import base64
 import datetime
 import json
 import os
+import re
 import secrets
 import subprocess
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from cryptography.x509.oid import NameOID
 from pulumi import automation as auto
 
 from dynamo_infra.kube.client import KubeClient
+from dynamo_infra.reconcile.base import PACKED_PREFIX, unpack
 from tests.integration.harness import copy_project, make_stack, namespace_object, unique
 from tools.localcluster import LocalCluster
 
@@ -36,6 +38,8 @@ MPI_SECRET = "mpi-run-ssh-secret"
 ENGINE_LOG = ["-v=8", "--logtostderr", "--logflow"]
 # How long one Pulumi command may take on a loaded machine.
 COMMAND_TIMEOUT_S = 600
+# A packed output in any text scanned.
+PACKED = re.compile(re.escape(PACKED_PREFIX) + "[A-Za-z0-9+/=]+")
 # Characters shown before a secret found, to tell where it leaked.
 HIT_CONTEXT = 200
 
@@ -96,7 +100,9 @@ class Scan:
         return value
 
     def add(self, where: str, text: str) -> None:
-        self.texts[where] = self.texts.get(where, "") + text
+        # Outputs our providers pack (`reconcile.base.pack`) are scanned as what they hold.
+        inside = "".join(f"\n{json.dumps(unpack(m))}" for m in PACKED.findall(text))
+        self.texts[where] = self.texts.get(where, "") + text + inside
 
     def hits(self) -> list[str]:
         """Each secret found, where, with the start of its line and what precedes it (the value left out)."""

@@ -9,6 +9,7 @@ import pytest
 
 from dynamo_infra.api.admission import OperatorFeatures
 from dynamo_infra.reconcile.admission_provider import GraphAdmissionProvider, features_props
+from dynamo_infra.reconcile.base import unpack
 from tests.unit.test_admission import documents
 
 
@@ -79,4 +80,7 @@ def test_pulumi_numbers_are_read_as_the_integers_they_were() -> None:
 
 def test_create_keeps_the_graph_and_names_it() -> None:
     created = GraphAdmissionProvider().create(props("u-components"))
-    assert created.id == "ns/u-components" and created.outs["graph"]["metadata"]["name"] == "u-components"
+    assert (
+        created.id == "ns/u-components"
+        and unpack(created.outs["graph"])["metadata"]["name"] == "u-components"
+    )
