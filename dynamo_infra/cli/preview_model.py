@@ -62,6 +62,7 @@ PLUMBING_INPUTS = frozenset(
         "features",
         "name",
         "owner",
+        "graphAwaitsDeletion",
     ]
 )
 # Step operations that change nothing in the cluster, or repeat another step of the same resource

@@ -72,6 +72,8 @@ class DynamoComponentDeploymentArgs:
     waiting: pulumi.Input[bool] | None = None
     # Who owns its replicas at run time: all but the graph get them written at creation only.
     replicas: ReplicaOwner = REPLICAS_GRAPH
+    # Whether its graph's shared workload, deleted after it, waits at destroy for its objects to be gone.
+    graph_awaits_deletion: bool = False
 
 
 class DynamoComponentDeployment(pulumi.ComponentResource):
@@ -96,6 +98,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
         objects: pulumi.Input[list[Manifest]] | None = None,
         waiting: pulumi.Input[bool] | None = None,
         replicas: ReplicaOwner | None = None,
+        graph_awaits_deletion: bool | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         a = args_of(
@@ -110,6 +113,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
                 "objects": objects,
                 "waiting": waiting,
                 "replicas": replicas,
+                "graph_awaits_deletion": graph_awaits_deletion,
             },
         )
         rendered, graph, options, objects, waiting = a.rendered, a.graph, a.options, a.objects, a.waiting
@@ -149,6 +153,7 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
                 "mode": options.await_policy.mode,
                 "timeoutSeconds": options.await_policy.timeout_seconds,
             },
+            graph_awaits_deletion=a.graph_awaits_deletion,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.status = self.workload.status
@@ -400,6 +405,7 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
                 else None,
                 waiting=own.apply(functools.partial(waiting_of, c.rendered.name)) if own else None,
                 replicas=c.replicas,
+                graph_awaits_deletion=self.shared is not None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
             )
         self.scaling_adapters = {

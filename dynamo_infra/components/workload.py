@@ -26,6 +26,8 @@ class ComponentWorkload(TakingOverResource):
     `objects` may be an Output (a component rendered once its checkpoint's readiness is known).
     `replicas_from` (`{record, component}`): a workload with external replicas is created with the
     component's replicas in that live DGD record (a new workload of a component the planner scaled).
+    `graph_awaits_deletion`: the graph's own workload (`component` ""), which depends on this one, waits
+    at destroy for its objects to be gone; this one's delete returns once the API server accepted it.
     The state keeps `objects` readable as inputs; the output is packed (`reconcile.base.pack`).
     """
 
@@ -48,6 +50,7 @@ class ComponentWorkload(TakingOverResource):
         scale: dict[str, int] | None = None,
         await_policy: dict[str, Any] | None = None,
         replicas_from: Manifest | None = None,
+        graph_awaits_deletion: bool = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props = {
@@ -66,6 +69,7 @@ class ComponentWorkload(TakingOverResource):
             "pullSecretDiscovery": pull_secret_discovery,
             "await": await_policy or {"mode": "wait", "timeoutSeconds": 600},
             "replicasFrom": replicas_from,
+            "graphAwaitsDeletion": graph_awaits_deletion,
             "status": None,
             "inventory": None,
             "pullSecrets": None,

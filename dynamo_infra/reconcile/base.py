@@ -88,7 +88,7 @@ def prop_name(field: str) -> str:
 class Inputs:
     """Inputs common to every provider: where the cluster is and which namespace.
 
-    A missing property reads as the field's default; `diff` compares every field.
+    A missing property reads as the field's default; `diff` compares every field but `undiffed`.
     """
 
     kubeconfig: str = ""
@@ -99,10 +99,14 @@ class Inputs:
     context: str = ""
     namespace: str = ""
 
+    # Fields `diff` does not compare: how a resource is deleted, read from its stored outputs at delete
+    # (a change to one alone updates nothing; existing resources keep their value until their next update).
+    undiffed: ClassVar[tuple[str, ...]] = ()
+
     @classmethod
     def diffed(cls) -> tuple[str, ...]:
-        """The Pulumi property names `diff` compares: every input, in declaration order."""
-        return tuple(prop_name(f.name) for f in dataclasses.fields(cls))
+        """The Pulumi property names `diff` compares: every input but `undiffed`, in declaration order."""
+        return tuple(prop_name(f.name) for f in dataclasses.fields(cls) if f.name not in cls.undiffed)
 
     @classmethod
     def from_props(cls, props: dict[str, Any]) -> Self:

@@ -54,6 +54,12 @@ class WorkloadInputs(Inputs):
     # {record: DGD record stub, component: name}: a workload with external replicas is created with the
     # component's replicas in the live record (those the planner chose), when it has them.
     replicas_from: dict[str, Any] | None = None
+    # The graph's own workload (`component` "": its shared objects), deleted after this one, waits for
+    # this one's objects to be gone (`workload.await_graph_deletions`): this delete returns once the API
+    # server has accepted it, and a graph's components go in parallel.
+    graph_awaits_deletion: bool = False
+
+    undiffed = ("graph_awaits_deletion",)
 
     @property
     def label(self) -> str:

@@ -14,7 +14,7 @@ from dynamo_infra.kube.errors import KubeError
 from dynamo_infra.kube.watch import resource_version
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, POLL_INTERVAL_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.observe import observed_status
-from dynamo_infra.reconcile.ownership import INVENTORY_LABEL
+from dynamo_infra.reconcile.ownership import INVENTORY_LABEL, owner_of
 from dynamo_infra.render.runtime.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
@@ -23,6 +23,12 @@ REPLICAS_HANDOFF_MANAGER = "dynamo-infra-replicas-handoff"
 MIN_WAIT_S = 1.0
 
 Log = Callable[[str], None]
+# The kinds of a component's workload, whose foreground deletion waits for their pods (and so a
+# graph's destroy waits for them).
+POD_OWNERS = (
+    ("apps/v1", "Deployment"), ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
+    ("grove.io/v1alpha1", "PodCliqueSet"),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -100,9 +106,16 @@ def scale_observed(client: KubeClient, targets: dict[str, tuple[Manifest, int]],
 
 
 def sweep_orphans(
-    client: KubeClient, namespace: str, inventory: str, kinds: set[tuple[str, str]], keep: set[str], log: Log
+    client: KubeClient,
+    namespace: str,
+    inventory: str,
+    kinds: set[tuple[str, str]],
+    keep: set[str],
+    log: Log,
+    wait: bool = True,
 ) -> list[str]:
-    """Delete objects labelled with our inventory id that are not in `keep` (left by an interrupted run)."""
+    """Delete objects labelled with our inventory id that are not in `keep` (left by an interrupted run),
+    each awaited unless `wait` is False."""
     removed: list[str] = []
     for api_version, kind in sorted(kinds):
         if not client.serves(api_version, kind):
@@ -115,7 +128,7 @@ def sweep_orphans(
             if key in keep:
                 continue
             log(f"pruning {key} (left by an earlier, interrupted run)")
-            if client.delete(obj):
+            if client.delete(obj) and wait:
                 client.wait_deleted(obj, DELETE_TIMEOUT_S)
             removed.append(key)
     return removed
@@ -195,9 +208,11 @@ def delete_objects(
     known: dict[str, Manifest],
     log: Log,
     keep: Callable[[str], bool] = lambda k: False,
+    wait: bool = True,
 ) -> None:
-    """Delete in reverse apply order with foreground propagation, then wait until every one is gone
-    (one DELETE_TIMEOUT_S for all: they go together, as the operator's owned objects do)."""
+    """Delete in reverse apply order with foreground propagation, then (unless `wait` is False: someone
+    else waits) wait until every one is gone (one DELETE_TIMEOUT_S for all: they go together, as the
+    operator's owned objects do)."""
     deleted: list[tuple[str, Manifest]] = []
     for key in reversed(keys):
         if keep(key):
@@ -210,12 +225,35 @@ def delete_objects(
             if e.status == 404:
                 continue
             raise
-        if existed:
+        if existed and wait:
             deleted.append((key, obj))
+    wait_all_deleted(client, deleted)
+
+
+def wait_all_deleted(client: KubeClient, deleted: list[tuple[str, Manifest]]) -> None:
+    """Wait until each (key, object) is gone, one DELETE_TIMEOUT_S for all."""
     deadline = time.monotonic() + DELETE_TIMEOUT_S
     for key, obj in deleted:
         if not client.wait_deleted(obj, max(deadline - time.monotonic(), MIN_WAIT_S)):
             raise KubeError(f"{key} still exists {DELETE_TIMEOUT_S:.0f}s after deletion (finalizers?)")
+
+
+def await_graph_deletions(client: KubeClient, namespace: str, graph: str, log: Log) -> list[str]:
+    """Wait until every object of `graph` that owns pods and is being deleted is gone: what its
+    components' workloads deleted without waiting (`graph_awaits_deletion`). The objects' keys."""
+    owner = f"{namespace}/{graph}/"
+    pending: list[tuple[str, Manifest]] = []
+    for api_version, kind in POD_OWNERS:
+        if not client.serves(api_version, kind):
+            continue
+        for obj in client.list(api_version, kind, namespace, INVENTORY_LABEL):
+            meta = obj.get("metadata") or {}
+            if meta.get("deletionTimestamp") and owner_of(obj).startswith(owner):
+                pending.append((object_key(obj), obj))
+    if pending:
+        log(f"waiting for {len(pending)} object(s) of {owner.rstrip('/')} to be gone")
+    wait_all_deleted(client, pending)
+    return [k for k, _ in pending]
 
 
 def project(live: Any, desired: Any) -> Any:

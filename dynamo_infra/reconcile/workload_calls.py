@@ -19,6 +19,7 @@ from dynamo_infra.reconcile.takeover import OperatorGraph, merged_take_overs, ta
 from dynamo_infra.reconcile.workload import (
     Ownership,
     apply_objects,
+    await_graph_deletions,
     await_ready,
     delete_objects,
     project,
@@ -109,13 +110,17 @@ def reconcile(
 
 
 def delete(ins: WorkloadInputs, props: dict[str, Any]) -> None:
-    """Delete the objects, then any left behind with the inventory label."""
+    """Delete the objects, then any left behind with the inventory label. The graph's own workload
+    (`component` "", deleted after its components) first waits for what they deleted without waiting."""
     objects = dict(ins.objects or {})
     keys = list(props.get("inventory") or apply_order(objects))
+    wait = not ins.graph_awaits_deletion
     with ins.client() as client:
-        delete_objects(client, keys, objects, log)
+        if not ins.component:
+            await_graph_deletions(client, ins.namespace, ins.graph, log)
+        delete_objects(client, keys, objects, log, wait=wait)
         kinds = {(o["apiVersion"], o["kind"]) for o in objects.values()}
-        sweep_orphans(client, ins.namespace, ins.inventory, kinds, set(), log)
+        sweep_orphans(client, ins.namespace, ins.inventory, kinds, set(), log, wait=wait)
 
 
 def read(ins: WorkloadInputs, props: dict[str, Any]) -> dict[str, Any] | None:
