@@ -4,6 +4,7 @@ and the type table the serialiser reads."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -188,3 +189,32 @@ def test_every_type_the_table_names_is_known() -> None:
 def test_table_is_what_the_generator_writes() -> None:
     text = gojson_table.generate(Path(os.environ["DYNAMO_OPERATOR_GIT"]))
     assert text == gojson.TABLE_PATH.read_text(encoding="utf-8")
+
+
+def _text_way(value: Any, type_: str) -> Any:
+    encoder = gojson.default_encoder()
+    return encoder.strip_empty_structs(json.loads(encoder.marshal(value, type_)), type_)
+
+
+WIRE_VALUES: list[tuple[str, Any]] = [
+    *((type_, value) for _, type_, value, _ in CASES),
+    (CONTAINER, {"name": "m\ud800", "env": [{"name": "A", "value": "<&>\u2028\x01"}], "resources": {}}),
+    (SPEC, {"replicas": 2.0, "annotations": {"z": "1", "b\udc00": "2", "a": "3"}, "scalingAdapter": {}}),
+    (SPEC, {"resources": {"limits": {"gpu": "1", "cpu": 0.5}}, "podTemplate": {"metadata": {}}}),
+    (POD_SPEC, {"containers": [{"name": "m", "ports": [{"containerPort": 8.0}]}], "overhead": {}}),
+    (PROBE, {"httpGet": {"port": "http"}, "terminationGracePeriodSeconds": 0}),
+]
+
+
+@pytest.mark.parametrize(("type_", "value"), WIRE_VALUES)
+def test_wire_value_is_the_parsed_marshal_text_normalised(type_: str, value: Any) -> None:
+    got = gojson.default_encoder().wire_value(value, type_)
+    # Same values and the same key order.
+    assert json.dumps(got) == json.dumps(_text_way(value, type_))
+
+
+def test_wire_value_of_a_misfit_raises_what_marshal_raises() -> None:
+    with pytest.raises(gojson.GoJSONError, match=r"^\.name: 5 is not a str$"):
+        gojson.default_encoder().wire_value({"name": 5}, CONTAINER)
+    with pytest.raises(gojson.GoJSONError, match=r"^\.containers\[0\]\.ports\[0\]\.containerPort: True"):
+        gojson.default_encoder().wire_value({"containers": [{"ports": [{"containerPort": True}]}]}, POD_SPEC)
