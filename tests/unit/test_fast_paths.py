@@ -133,3 +133,40 @@ def test_sub_object_validation_compiles_only_matched_paths_and_finds_the_same_pr
     kube.validate(type(dgd), dgd.to_manifest())
     matched = [p for p in kube.kube_patterns(type(dgd)) if list(kube._matches(dgd.to_manifest(), p))]
     assert compiled == matched and len(matched) < len(kube.kube_patterns(type(dgd)))
+
+
+# Documents with and without values that have no JSON form, and with nulls in mappings or lists only.
+_JSON_DOCS: list[Any] = [
+    {"a": [1, 2.5, {"b": None, "c": True}], "d": "x"},
+    {"a": [1, {"b": float("nan")}]},
+    {"a": {1: "x", "y": [float("inf")]}},
+    {"a": [{"b": {"c": {1, 2}}}], "d": b"bytes"},
+    [None, [None, {"a": []}]],
+    [None, {"a": [{"b": None}]}],
+    {"a": (1, 2)},
+    float("-inf"),
+    "text",
+    None,
+]
+
+
+def test_json_problems_fast_path_is_the_walk_with_paths() -> None:
+    from dynamo_infra.api import base
+
+    docs = [*_JSON_DOCS, *(d for d, _, _ in _corpus_documents())]
+    for doc in docs:
+        assert base.json_problems(doc) == base._json_problems(doc, ())
+        assert base.json_problems(doc, ("spec",)) == base._json_problems(doc, ("spec",))
+    assert any(base.json_problems(d) for d in _JSON_DOCS)
+
+
+def test_has_null_counts_mapping_nulls_not_list_items() -> None:
+    def walk(data: Any) -> bool:
+        if isinstance(data, dict):
+            return any(v is None or walk(v) for v in data.values())
+        return isinstance(data, list) and any(walk(v) for v in data)
+
+    for doc in [*_JSON_DOCS, *(d for d, _, _ in _corpus_documents())]:
+        assert kube._has_null(doc) == walk(doc)
+    assert not kube._has_null([None, [None, {"a": []}]])
+    assert kube._has_null([None, {"a": [{"b": None}]}])
