@@ -218,3 +218,20 @@ def test_wire_value_of_a_misfit_raises_what_marshal_raises() -> None:
         gojson.default_encoder().wire_value({"name": 5}, CONTAINER)
     with pytest.raises(gojson.GoJSONError, match=r"^\.containers\[0\]\.ports\[0\]\.containerPort: True"):
         gojson.default_encoder().wire_value({"containers": [{"ports": [{"containerPort": True}]}]}, POD_SPEC)
+
+
+@pytest.mark.parametrize(("type_", "value"), WIRE_VALUES)
+def test_wire_value_keeping_order_is_the_document_ordered_like_the_value(type_: str, value: Any) -> None:
+    got = gojson.default_encoder().wire_value(value, type_, keep_order=True)
+    assert json.dumps(got) == json.dumps(gojson.ordered_like(value, _text_way(value, type_)))
+
+
+def test_wire_value_keeps_the_values_key_order() -> None:
+    container = {"resources": {}, "image": "i", "env": [{"value": "v", "name": "A"}], "name": "m"}
+    got = gojson.default_encoder().wire_value(container, CONTAINER, keep_order=True)
+    assert list(got) == ["image", "env", "name"]
+    assert list(got["env"][0]) == ["value", "name"]
+    template = {"metadata": {"labels": {"b": "1", "a": "2"}}, "spec": {"containers": []}}
+    spec = gojson.v1beta1_wire({"podTemplate": template, "name": "w"}, keep_order=True)
+    assert list(spec)[:2] == ["podTemplate", "name"]
+    assert list(spec["podTemplate"]["metadata"]["labels"]) == ["b", "a"]

@@ -342,21 +342,24 @@ class Encoder:
             return v is None
         return v is None or v in ("", 0, False)
 
-    def wire_value(self, value: Any, type_: str) -> Any:
+    def wire_value(self, value: Any, type_: str, *, keep_order: bool = False) -> Any:
         """`strip_empty_structs(json.loads(marshal(value, type_)), type_)` in one pass, without the text:
         the document Go's JSON of `value` parses to, with the v1beta1 normaliser's empty value structs
-        dropped. A value that does not fit its type raises what `marshal` raises."""
+        dropped. With `keep_order`, `ordered_like(value, that)`: each mapping's keys in the order
+        `value` has them, what Go adds after. A value that does not fit its type raises what
+        `marshal` raises."""
         try:
-            return self._wire(value, type_)
+            return self._wire(value, type_, keep_order)
         except Exception:  # noqa: BLE001 - `marshal`'s way raises its own error, with its path
-            return self.strip_empty_structs(json.loads(self.marshal(value, type_)), type_)
+            out = self.strip_empty_structs(json.loads(self.marshal(value, type_)), type_)
+            return ordered_like(value, out) if keep_order else out
 
-    def _wire(self, value: Any, type_: str) -> Any:
+    def _wire(self, value: Any, type_: str, keep_order: bool) -> Any:
         plain = self._plain.get(type_)
         if plain is None:
             plain = self._plain_of(type_)
         if plain == "struct":
-            return self._wire_struct(_expect(value or {}, dict, ""), type_)
+            return self._wire_struct(_expect(value or {}, dict, ""), type_, keep_order)
         if plain == "scalar":
             if type_ == "string":
                 s = _expect("" if value is None else value, str, "")
@@ -371,21 +374,27 @@ class Encoder:
                 return int(value or 0)
             return json.loads(_scalar(value, type_, ""))
         if type_.startswith(_POINTER):
-            return None if value is None else self._wire(value, type_[1:])
+            return None if value is None else self._wire(value, type_[1:], keep_order)
         if type_.startswith(_SLICE):
             if value is None:
                 return None
             elem = type_[2:]
-            return [self._wire(v, elem) for v in _expect(value, list, "")]
+            return [self._wire(v, elem, keep_order) for v in _expect(value, list, "")]
         if type_.startswith(_MAP):
             if value is None:
                 return None
             m = _expect(value, dict, "")
             elem = type_[len(_MAP) :]
-            return {self._wire(k, "string"): self._wire(m[k], elem) for k in sorted(m)}
-        return json.loads(MARSHALERS[type_].write(value))
+            out = {self._wire(k, "string", False): self._wire(m[k], elem, keep_order) for k in sorted(m)}
+            if keep_order:
+                if len(out) != len(m) or not all(k in out for k in m):
+                    raise GoJSONError("a key Go writes otherwise")  # the text way orders it
+                return {k: out[k] for k in m}
+            return out
+        out = json.loads(MARSHALERS[type_].write(value))
+        return ordered_like(value, out) if keep_order else out
 
-    def _wire_struct(self, value: Mapping[str, Any], type_: str) -> dict[str, Any]:
+    def _wire_struct(self, value: Mapping[str, Any], type_: str, keep_order: bool) -> dict[str, Any]:
         out = {}
         for f, _, omits_null in self._fields[type_]:
             v = value.get(f.name)
@@ -394,11 +403,17 @@ class Encoder:
                     continue
             elif (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
                 continue
-            child = self._wire(v, f.type)
+            child = self._wire(v, f.type, keep_order)
             # The normaliser: `{}` of a value-typed struct field is dropped.
             if child == {} and self._kind(f.type) == "struct":
                 continue
             out[f.name] = child
+        if keep_order:
+            keys = [k for k in value if k in out]
+            if len(keys) < len(out):
+                keys += [k for k in out if k not in value]
+            if keys != list(out):
+                return {k: out[k] for k in keys}
         return out
 
     def strip_empty_structs(self, value: Any, type_: str) -> Any:
@@ -456,8 +471,23 @@ def marshal(value: Any, type_: str | None = None) -> str:
     return default_encoder().marshal(value, type_ or go_types().root)
 
 
-def v1beta1_wire(spec: Any) -> Any:
-    """A DCD spec as the operator writes it: Go's JSON of the struct, then the v1beta1 normaliser."""
-    encoder = default_encoder()
-    root = go_types().root
-    return encoder.wire_value(spec, root)
+def v1beta1_wire(spec: Any, *, keep_order: bool = False) -> Any:
+    """A DCD spec as the operator writes it: Go's JSON of the struct, then the v1beta1 normaliser
+    (with `keep_order`, keys in the order `spec` has them: `ordered_like(spec, ...)`)."""
+    return default_encoder().wire_value(spec, go_types().root, keep_order=keep_order)
+
+
+def ordered_like(original: Any, value: Any) -> Any:
+    """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
+    if isinstance(original, dict) and isinstance(value, dict):
+        keys = [k for k in original if k in value] + [k for k in value if k not in original]
+        # Only containers are reordered: a scalar is itself.
+        return {
+            k: ordered_like(original.get(k), v) if isinstance(v := value[k], dict | list) else v for k in keys
+        }
+    if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
+        return [
+            ordered_like(o, v) if isinstance(v, dict | list) else v
+            for o, v in zip(original, value, strict=True)
+        ]
+    return value
