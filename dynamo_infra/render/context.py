@@ -78,8 +78,6 @@ class ComponentContext:
 
     `spec` is the DCD's v1beta1 spec (wire form) as the DGD controller generated it; `labels` and
     `annotations` are the DCD's metadata. Standalone DCDs (no parent graph) work the same way.
-    Values derived from them are computed once per context: nothing changes a context's inputs in
-    place (a changed spec makes a new context, `dataclasses.replace`).
     """
 
     namespace: str
@@ -93,21 +91,21 @@ class ComponentContext:
     # Observed readiness of the component's checkpoint (None: absent or unknown).
     checkpoint_ready: bool | None = None
 
-    @cached_property
+    @property
     def name(self) -> str:
         """GetDCDComponentName: spec name, else the component label, else the DCD name."""
         return str(self.spec.get("name") or self.labels.get(names.LABEL_COMPONENT) or self.dcd_name)
 
-    @cached_property
+    @property
     def type(self) -> str:
         """The component type; a v1alpha1 `componentType` outside v1beta1's (`default`) as written."""
         return str(self.spec.get("type") or self.legacy.component_type or "")
 
-    @cached_property
+    @property
     def is_worker(self) -> bool:
         return self.type in v1beta1.WORKER_TYPES
 
-    @cached_property
+    @property
     def parent_name(self) -> str:
         """The owning graph's name; a standalone DCD stands in for its own graph."""
         return self.labels.get(names.LABEL_GRAPH) or self.dcd_name
@@ -116,14 +114,14 @@ class ComponentContext:
     def has_parent(self) -> bool:
         return bool(self.labels.get(names.LABEL_GRAPH))
 
-    @cached_property
+    @property
     def runtime_dynamo_namespace(self) -> str:
         """ComputeDynamoNamespace: what DYN_NAMESPACE says (ignores the legacy `dynamoNamespace`)."""
         return names.dynamo_namespace(
             self.namespace, self.parent_name, bool(self.spec.get("globalDynamoNamespace"))
         )
 
-    @cached_property
+    @property
     def dynamo_namespace(self) -> str:
         """GetDCDDynamoNamespace: legacy `dynamoNamespace`, else the label, else computed."""
         return (
@@ -206,7 +204,7 @@ class ComponentContext:
             raise DynamoValidationError([problem])
         return runtime_version(self.options, *self._runtime_version_inputs)
 
-    @cached_property
+    @property
     def discovery_backend(self) -> str:
         """Discovery backend from the pod-template annotation, else the cluster default."""
         return (
@@ -214,19 +212,19 @@ class ComponentContext:
             or self.options.discovery.backend
         )
 
-    @cached_property
+    @property
     def k8s_discovery(self) -> bool:
         return self.discovery_backend == DISCOVERY_KUBERNETES
 
-    @cached_property
+    @property
     def discovery_mode(self) -> str:
         return self.template_annotations.get(names.ANNOTATION_KUBE_DISCOVERY_MODE) or ""
 
-    @cached_property
+    @property
     def model_ref(self) -> str | None:
         return ((self.spec.get("modelRef") or {}).get("name")) or None
 
-    @cached_property
+    @property
     def node_count(self) -> int:
         """`multinode.nodeCount`, 1 when unset."""
         return int((self.spec.get("multinode") or {}).get("nodeCount") or 1)
