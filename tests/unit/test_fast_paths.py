@@ -223,3 +223,18 @@ def test_stored_dcd_is_the_text_way_defaulted_and_ordered() -> None:
     assert len(dcds) > 20
     for dcd in dcds:
         assert json.dumps(as_stored(dcd)) == json.dumps(_stored_the_long_way(dcd))
+
+
+def test_served_hub_converts_from_the_defaulting_dump_as_from_the_model() -> None:
+    from dynamo_infra.api import conversion, v1beta1
+    from dynamo_infra.api.loader import served_hub, to_hub, with_server_defaults
+
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:60]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            long_way = with_server_defaults(to_hub(with_server_defaults(dgd)))
+            served = served_hub(dgd)
+            assert served.model_dump_json() == long_way.model_dump_json()
+            assert json.dumps(served.to_wire()) == json.dumps(long_way.to_wire())
+            if not isinstance(dgd, v1beta1.DynamoGraphDeployment):
+                given = conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment, wire=dgd.to_wire())
+                assert given == conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment)
