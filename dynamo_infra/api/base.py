@@ -111,6 +111,39 @@ class ApiModel(WireModel):
 
 def json_problems(data: Any, at: tuple[str | int, ...] = ()) -> list[Problem]:
     """Values that have no JSON form (YAML sets, binary, non-string keys, NaN): Kubernetes rejects them."""
+    # Most documents have none: one walk without paths says so.
+    return [] if _is_json(data) else _json_problems(data, at)
+
+
+def _is_json_leaf(v: Any) -> bool:
+    return v is None or isinstance(v, str | int) or (isinstance(v, float) and math.isfinite(v))
+
+
+def _is_json(data: Any) -> bool:
+    """Whether `json_problems(data)` is empty."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for k, v in item.items():
+                if not isinstance(k, str):
+                    return False
+                if isinstance(v, dict | list):
+                    stack.append(v)
+                elif not _is_json_leaf(v):
+                    return False
+        elif isinstance(item, list):
+            for v in item:
+                if isinstance(v, dict | list):
+                    stack.append(v)
+                elif not _is_json_leaf(v):
+                    return False
+        elif not _is_json_leaf(item):
+            return False
+    return True
+
+
+def _json_problems(data: Any, at: tuple[str | int, ...]) -> list[Problem]:
     if isinstance(data, dict):
         out: list[Problem] = []
         for k, v in data.items():
@@ -119,10 +152,10 @@ def json_problems(data: Any, at: tuple[str | int, ...] = ()) -> list[Problem]:
                     Problem(join_path(*at, str(k)), f"mapping keys must be strings (got {kind_of(k)})")
                 )
             else:
-                out.extend(json_problems(v, (*at, k)))
+                out.extend(_json_problems(v, (*at, k)))
         return out
     if isinstance(data, list):
-        return [p for i, v in enumerate(data) for p in json_problems(v, (*at, i))]
+        return [p for i, v in enumerate(data) for p in _json_problems(v, (*at, i))]
     if isinstance(data, float) and not math.isfinite(data):
         return [Problem(join_path(*at), f"must be a finite number (got {data})")]
     if data is None or isinstance(data, str | int | float | bool):

@@ -168,10 +168,18 @@ def without_null_fields(data: Any, kind: str, version: str) -> Any:
 
 
 def _has_null(data: Any) -> bool:
-    if isinstance(data, dict):
-        return any(v is None or _has_null(v) for v in data.values())
-    if isinstance(data, list):
-        return any(_has_null(v) for v in data)
+    """Whether some mapping in `data` holds a null (null list items do not count)."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for v in item.values():
+                if v is None:
+                    return True
+                if isinstance(v, dict | list):
+                    stack.append(v)
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, dict | list))
     return False
 
 

@@ -208,13 +208,25 @@ def to_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
 
 def with_server_defaults(obj: R) -> R:
     """`obj` with its CRD schema's defaults, as the API server stores it."""
+    return _with_server_defaults(obj)[0]
+
+
+def _with_server_defaults(obj: R) -> tuple[R, Manifest | None]:
+    """`with_server_defaults(obj)`, and the result's `to_wire()` when it is at hand (no default
+    applied: the dump of `obj` made to default it)."""
     schema = kube.crd_schema(obj.kind, obj.api_version.split("/")[-1])
     # `to_wire` dumps a new document, defaulted in place.
     wire = obj.to_wire()
-    return type(obj).parse(wire, kube_schema=False) if schema and kube.apply_defaults(wire, schema) else obj
+    if schema and kube.apply_defaults(wire, schema):
+        return type(obj).parse(wire, kube_schema=False), None
+    return obj, wire
 
 
 def served_hub(dgd: AnyDGD) -> v1beta1.DynamoGraphDeployment:
     """The graph as the operator reads it: defaulted by the API server in the version it was
     written in, converted to the hub version, and defaulted there."""
-    return with_server_defaults(to_hub(with_server_defaults(dgd)))
+    served, wire = _with_server_defaults(dgd)
+    if isinstance(served, v1beta1.DynamoGraphDeployment):
+        return with_server_defaults(served)
+    # Converted from the dump defaulting made, when no default changed it (one dump fewer).
+    return with_server_defaults(conversion.convert_to(served, v1beta1.DynamoGraphDeployment, wire=wire))

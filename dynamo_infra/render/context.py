@@ -136,24 +136,37 @@ class ComponentContext:
             return None
         return self.labels.get(names.LABEL_WORKER_HASH) or self.template_labels.get(names.LABEL_WORKER_HASH)
 
+    @cached_property
+    def _template_parts(self) -> tuple[Manifest, Mapping[str, str], Mapping[str, str], Manifest]:
+        """The pod template, its labels, its annotations and its spec as `spec` holds them, looked up
+        once (the accessors below are read many times per component; each returns its own copy)."""
+        template = self.spec.get("podTemplate") or {}
+        metadata = template.get("metadata") or {}
+        return (
+            template,
+            metadata.get("labels") or {},
+            metadata.get("annotations") or {},
+            template.get("spec") or {},
+        )
+
     @property
     def pod_template(self) -> Manifest:
-        return dict(self.spec.get("podTemplate") or {})
+        return dict(self._template_parts[0])
 
     @property
     def template_labels(self) -> dict[str, str]:
-        return dict((self.pod_template.get("metadata") or {}).get("labels") or {})
+        return dict(self._template_parts[1])
 
     @property
     def template_annotations(self) -> dict[str, str]:
-        return dict((self.pod_template.get("metadata") or {}).get("annotations") or {})
+        return dict(self._template_parts[2])
 
     @property
     def template_spec(self) -> Manifest:
-        return dict(self.pod_template.get("spec") or {})
+        return dict(self._template_parts[3])
 
     def container(self, name: str) -> Manifest | None:
-        for c in self.template_spec.get("containers") or []:
+        for c in self._template_parts[3].get("containers") or []:
             if c.get("name") == name:
                 return dict(c)
         return None

@@ -9,6 +9,7 @@ from typing import Any
 
 from dynamo_infra.api import kube, load_yaml
 from dynamo_infra.api.manifest import copy_json
+from dynamo_infra.config import ClusterOptions
 from dynamo_infra.render.go.gojson import quote
 from tests.conftest import CORPUS
 
@@ -133,3 +134,107 @@ def test_sub_object_validation_compiles_only_matched_paths_and_finds_the_same_pr
     kube.validate(type(dgd), dgd.to_manifest())
     matched = [p for p in kube.kube_patterns(type(dgd)) if list(kube._matches(dgd.to_manifest(), p))]
     assert compiled == matched and len(matched) < len(kube.kube_patterns(type(dgd)))
+
+
+# Documents with and without values that have no JSON form, and with nulls in mappings or lists only.
+_JSON_DOCS: list[Any] = [
+    {"a": [1, 2.5, {"b": None, "c": True}], "d": "x"},
+    {"a": [1, {"b": float("nan")}]},
+    {"a": {1: "x", "y": [float("inf")]}},
+    {"a": [{"b": {"c": {1, 2}}}], "d": b"bytes"},
+    [None, [None, {"a": []}]],
+    [None, {"a": [{"b": None}]}],
+    {"a": (1, 2)},
+    float("-inf"),
+    "text",
+    None,
+]
+
+
+def test_json_problems_fast_path_is_the_walk_with_paths() -> None:
+    from dynamo_infra.api import base
+
+    docs = [*_JSON_DOCS, *(d for d, _, _ in _corpus_documents())]
+    for doc in docs:
+        assert base.json_problems(doc) == base._json_problems(doc, ())
+        assert base.json_problems(doc, ("spec",)) == base._json_problems(doc, ("spec",))
+    assert any(base.json_problems(d) for d in _JSON_DOCS)
+
+
+def test_has_null_counts_mapping_nulls_not_list_items() -> None:
+    def walk(data: Any) -> bool:
+        if isinstance(data, dict):
+            return any(v is None or walk(v) for v in data.values())
+        return isinstance(data, list) and any(walk(v) for v in data)
+
+    for doc in [*_JSON_DOCS, *(d for d, _, _ in _corpus_documents())]:
+        assert kube._has_null(doc) == walk(doc)
+    assert not kube._has_null([None, [None, {"a": []}]])
+    assert kube._has_null([None, {"a": [{"b": None}]}])
+
+
+def _stored_the_long_way(dcd: dict[str, Any]) -> dict[str, Any]:
+    """as_stored by the text: Go's JSON parsed, normalised, defaulted, then ordered like the DCD."""
+    from dynamo_infra.render.go import gojson
+    from dynamo_infra.render.workloads import dcd as dcds
+
+    encoder, root = gojson.default_encoder(), gojson.go_types().root
+    spec = encoder.strip_empty_structs(json.loads(encoder.marshal(dcd["spec"], root)), root)
+    stored = {**dcd, "metadata": {**copy_json(dcd["metadata"]), "finalizers": [dcds.DCD_FINALIZER]}}
+    stored["spec"] = spec
+    schema = kube.crd_schema(dcds.DCD_KIND, "v1beta1")
+    assert schema is not None
+    kube.apply_defaults(stored, schema)
+    ordered: dict[str, Any] = gojson.ordered_like(dcd, stored)
+    return ordered
+
+
+def test_stored_dcd_is_the_text_way_defaulted_and_ordered() -> None:
+    from dynamo_infra.render import render_graph
+    from dynamo_infra.render.graph import generated_dcds, graph_context, graph_worker_hash
+    from dynamo_infra.render.workloads.dcd import DCD_API_VERSION, DCD_KIND, as_stored
+
+    # A default filling a key the DCD has but Go leaves out (`protocol: ""`) goes back to its place.
+    port_first = {
+        "apiVersion": DCD_API_VERSION,
+        "kind": DCD_KIND,
+        "metadata": {"name": "g-w", "namespace": "n", "labels": {"b": "1", "a": "2"}},
+        "spec": {
+            "replicas": 1,
+            "podTemplate": {
+                "spec": {"containers": [{"ports": [{"protocol": "", "containerPort": 80}], "name": "main"}]}
+            },
+        },
+    }
+    stored = as_stored(port_first)
+    assert list(stored["spec"]["podTemplate"]["spec"]["containers"][0]["ports"][0]) == [
+        "protocol",
+        "containerPort",
+    ]
+    dcds = [port_first]
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:60]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            try:
+                render_graph(dgd)
+            except Exception:  # noqa: BLE001 - graphs the default options refuse have no DCDs to compare
+                continue
+            g = graph_context(dgd, ClusterOptions())
+            dcds.extend(generated_dcds(g, graph_worker_hash(g)).values())
+    assert len(dcds) > 20
+    for dcd in dcds:
+        assert json.dumps(as_stored(dcd)) == json.dumps(_stored_the_long_way(dcd))
+
+
+def test_served_hub_converts_from_the_defaulting_dump_as_from_the_model() -> None:
+    from dynamo_infra.api import conversion, v1beta1
+    from dynamo_infra.api.loader import served_hub, to_hub, with_server_defaults
+
+    for path in sorted((CORPUS / "graphs").glob("*/*.yaml"))[:60]:
+        for dgd in load_yaml(path, admission=False).graphs:
+            long_way = with_server_defaults(to_hub(with_server_defaults(dgd)))
+            served = served_hub(dgd)
+            assert served.model_dump_json() == long_way.model_dump_json()
+            assert json.dumps(served.to_wire()) == json.dumps(long_way.to_wire())
+            if not isinstance(dgd, v1beta1.DynamoGraphDeployment):
+                given = conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment, wire=dgd.to_wire())
+                assert given == conversion.convert_to(dgd, v1beta1.DynamoGraphDeployment)

@@ -4,6 +4,7 @@ and the type table the serialiser reads."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -188,3 +189,49 @@ def test_every_type_the_table_names_is_known() -> None:
 def test_table_is_what_the_generator_writes() -> None:
     text = gojson_table.generate(Path(os.environ["DYNAMO_OPERATOR_GIT"]))
     assert text == gojson.TABLE_PATH.read_text(encoding="utf-8")
+
+
+def _text_way(value: Any, type_: str) -> Any:
+    encoder = gojson.default_encoder()
+    return encoder.strip_empty_structs(json.loads(encoder.marshal(value, type_)), type_)
+
+
+WIRE_VALUES: list[tuple[str, Any]] = [
+    *((type_, value) for _, type_, value, _ in CASES),
+    (CONTAINER, {"name": "m\ud800", "env": [{"name": "A", "value": "<&>\u2028\x01"}], "resources": {}}),
+    (SPEC, {"replicas": 2.0, "annotations": {"z": "1", "b\udc00": "2", "a": "3"}, "scalingAdapter": {}}),
+    (SPEC, {"resources": {"limits": {"gpu": "1", "cpu": 0.5}}, "podTemplate": {"metadata": {}}}),
+    (POD_SPEC, {"containers": [{"name": "m", "ports": [{"containerPort": 8.0}]}], "overhead": {}}),
+    (PROBE, {"httpGet": {"port": "http"}, "terminationGracePeriodSeconds": 0}),
+]
+
+
+@pytest.mark.parametrize(("type_", "value"), WIRE_VALUES)
+def test_wire_value_is_the_parsed_marshal_text_normalised(type_: str, value: Any) -> None:
+    got = gojson.default_encoder().wire_value(value, type_)
+    # Same values and the same key order.
+    assert json.dumps(got) == json.dumps(_text_way(value, type_))
+
+
+def test_wire_value_of_a_misfit_raises_what_marshal_raises() -> None:
+    with pytest.raises(gojson.GoJSONError, match=r"^\.name: 5 is not a str$"):
+        gojson.default_encoder().wire_value({"name": 5}, CONTAINER)
+    with pytest.raises(gojson.GoJSONError, match=r"^\.containers\[0\]\.ports\[0\]\.containerPort: True"):
+        gojson.default_encoder().wire_value({"containers": [{"ports": [{"containerPort": True}]}]}, POD_SPEC)
+
+
+@pytest.mark.parametrize(("type_", "value"), WIRE_VALUES)
+def test_wire_value_keeping_order_is_the_document_ordered_like_the_value(type_: str, value: Any) -> None:
+    got = gojson.default_encoder().wire_value(value, type_, keep_order=True)
+    assert json.dumps(got) == json.dumps(gojson.ordered_like(value, _text_way(value, type_)))
+
+
+def test_wire_value_keeps_the_values_key_order() -> None:
+    container = {"resources": {}, "image": "i", "env": [{"value": "v", "name": "A"}], "name": "m"}
+    got = gojson.default_encoder().wire_value(container, CONTAINER, keep_order=True)
+    assert list(got) == ["image", "env", "name"]
+    assert list(got["env"][0]) == ["value", "name"]
+    template = {"metadata": {"labels": {"b": "1", "a": "2"}}, "spec": {"containers": []}}
+    spec = gojson.v1beta1_wire({"podTemplate": template, "name": "w"}, keep_order=True)
+    assert list(spec)[:2] == ["podTemplate", "name"]
+    assert list(spec["podTemplate"]["metadata"]["labels"]) == ["b", "a"]

@@ -11,6 +11,7 @@ from dynamo_infra.api.base import Resource
 from dynamo_infra.api.conversion import fields
 from dynamo_infra.api.conversion.preserve import Keyed, convert
 from dynamo_infra.api.conversion.table import Table, from_hub, to_hub
+from dynamo_infra.api.manifest import Manifest
 
 R = TypeVar("R", bound=Resource)
 
@@ -76,8 +77,9 @@ def convertible(obj: Resource) -> bool:
     return type(obj) in _BY_MODEL
 
 
-def convert_to(obj: Resource, model: type[R]) -> R:
-    """`obj` as `model`, its kind in the other API version."""
+def convert_to(obj: Resource, model: type[R], *, wire: Manifest | None = None) -> R:
+    """`obj` as `model`, its kind in the other API version (`wire`: `obj.to_wire()`, when the caller
+    has it already)."""
     kind = _BY_MODEL.get(type(obj))
     if kind is None:
         raise TypeError(f"{obj.KIND} exists in one API version only")
@@ -89,6 +91,7 @@ def convert_to(obj: Resource, model: type[R]) -> R:
     return convert(
         obj, model, lambda s: there(kind.spec, s), lambda s: back(kind.spec, s),
         lambda s: there(kind.status, s), lambda s: back(kind.status, s), kind.annotations, *keyed,
+        wire=wire,
     )  # fmt: skip
 
 

@@ -168,15 +168,18 @@ def convert(
     ann: tuple[str, str],
     keyed_src: Keyed,
     keyed_dst: Keyed,
+    *,
+    wire: Manifest | None = None,
 ) -> R:
     """`src` as `dst_model`: native mapping, restore of `dst`-only fields, save of `src`-only fields.
 
     `ann` names the spec and status annotations ("" for none); `keyed_*` the fields of named entries,
-    in the same order in both versions.
+    in the same order in both versions. `wire` is `src.to_wire()` when the caller has it (only read).
     """
     live_keys = dict(zip(keyed_dst, keyed_src, strict=True))
     annotations = src.metadata.annotations or {}
-    wire = src.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_unset=True)
+    if wire is None:
+        wire = src.to_wire()
     spec_src: Manifest = wire.get("spec") or {}
     saved = _load_saved(annotations, ann[0])
     spec = restore(spec_fn(spec_src), saved, spec_src, back_spec_fn, keyed_dst, live_keys)

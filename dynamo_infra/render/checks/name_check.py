@@ -4,7 +4,7 @@ fails before anything is written, naming the field the name comes from."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,18 +31,23 @@ class DerivedNameError(DynamoValidationError):
     """A name or label value the rendering derives that the API server would reject."""
 
 
-def _label_maps(node: Any) -> Iterator[dict[str, Any]]:
+def _label_maps(node: Any) -> list[dict[str, Any]]:
+    out = []
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, value in item.items():
-                if key in _LABEL_MAPS and isinstance(value, dict):
-                    yield value
-                elif key not in _NO_LABELS and isinstance(value, dict | list):
+                if isinstance(value, dict):
+                    if key in _LABEL_MAPS:
+                        out.append(value)
+                    elif key not in _NO_LABELS:
+                        stack.append(value)
+                elif isinstance(value, list) and key not in _NO_LABELS:
                     stack.append(value)
         elif isinstance(item, list):
             stack.extend(v for v in item if isinstance(v, dict | list))
+    return out
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,8 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t
 _UNICODE_ESCAPED = frozenset("<>&\u2028\u2029")
 # Any character `quote` writes otherwise than as itself (most strings have none: written as they are).
 _NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f<>&\u2028\u2029\ud800-\udfff]')
+# Lone surrogates: `quote` writes each as U+FFFD.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class GoJSONError(DynamoInfraError):
@@ -256,11 +258,7 @@ class Encoder:
         # Structs and scalars (most values) first, by a table of the type names already seen.
         plain = self._plain.get(type_)
         if plain is None:
-            plain = self._plain[type_] = (
-                "" if type_.startswith((_POINTER, _SLICE, _MAP)) or type_ in MARSHALERS
-                else "struct" if type_ in self.structs
-                else "scalar"
-            )  # fmt: skip
+            plain = self._plain_of(type_)
         if plain == "struct":
             return self._struct(_expect(value or {}, dict, path), type_, path)
         if plain == "scalar":
@@ -285,6 +283,14 @@ class Encoder:
                 + "}"
             )
         return MARSHALERS[type_].write(value)
+
+    def _plain_of(self, type_: str) -> str:
+        plain = self._plain[type_] = (
+            "" if type_.startswith((_POINTER, _SLICE, _MAP)) or type_ in MARSHALERS
+            else "struct" if type_ in self.structs
+            else "scalar"
+        )  # fmt: skip
+        return plain
 
     def _struct(self, value: Mapping[str, Any], type_: str, path: str) -> str:
         parts = []
@@ -335,6 +341,80 @@ class Encoder:
         if kind in ("*", "[", "m") or type_ in MARSHALERS:
             return v is None
         return v is None or v in ("", 0, False)
+
+    def wire_value(self, value: Any, type_: str, *, keep_order: bool = False) -> Any:
+        """`strip_empty_structs(json.loads(marshal(value, type_)), type_)` in one pass, without the text:
+        the document Go's JSON of `value` parses to, with the v1beta1 normaliser's empty value structs
+        dropped. With `keep_order`, `ordered_like(value, that)`: each mapping's keys in the order
+        `value` has them, what Go adds after. A value that does not fit its type raises what
+        `marshal` raises."""
+        try:
+            return self._wire(value, type_, keep_order)
+        except Exception:  # noqa: BLE001 - `marshal`'s way raises its own error, with its path
+            out = self.strip_empty_structs(json.loads(self.marshal(value, type_)), type_)
+            return ordered_like(value, out) if keep_order else out
+
+    def _wire(self, value: Any, type_: str, keep_order: bool) -> Any:
+        plain = self._plain.get(type_)
+        if plain is None:
+            plain = self._plain_of(type_)
+        if plain == "struct":
+            return self._wire_struct(_expect(value or {}, dict, ""), type_, keep_order)
+        if plain == "scalar":
+            if type_ == "string":
+                s = _expect("" if value is None else value, str, "")
+                return s if s.isascii() else _SURROGATE.sub("\ufffd", s)
+            if type_ == "bool":
+                return _expect(bool(value) if value is None else value, bool, "")
+            if type_ == "int":
+                if isinstance(value, float) and value.is_integer():
+                    value = int(value)
+                if isinstance(value, bool) or not isinstance(value, int | None):
+                    raise GoJSONError(type_)
+                return int(value or 0)
+            return json.loads(_scalar(value, type_, ""))
+        if type_.startswith(_POINTER):
+            return None if value is None else self._wire(value, type_[1:], keep_order)
+        if type_.startswith(_SLICE):
+            if value is None:
+                return None
+            elem = type_[2:]
+            return [self._wire(v, elem, keep_order) for v in _expect(value, list, "")]
+        if type_.startswith(_MAP):
+            if value is None:
+                return None
+            m = _expect(value, dict, "")
+            elem = type_[len(_MAP) :]
+            out = {self._wire(k, "string", False): self._wire(m[k], elem, keep_order) for k in sorted(m)}
+            if keep_order:
+                if len(out) != len(m) or not all(k in out for k in m):
+                    raise GoJSONError("a key Go writes otherwise")  # the text way orders it
+                return {k: out[k] for k in m}
+            return out
+        out = json.loads(MARSHALERS[type_].write(value))
+        return ordered_like(value, out) if keep_order else out
+
+    def _wire_struct(self, value: Mapping[str, Any], type_: str, keep_order: bool) -> dict[str, Any]:
+        out = {}
+        for f, _, omits_null in self._fields[type_]:
+            v = value.get(f.name)
+            if v is None:
+                if omits_null:
+                    continue
+            elif (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
+                continue
+            child = self._wire(v, f.type, keep_order)
+            # The normaliser: `{}` of a value-typed struct field is dropped.
+            if child == {} and self._kind(f.type) == "struct":
+                continue
+            out[f.name] = child
+        if keep_order:
+            keys = [k for k in value if k in out]
+            if len(keys) < len(out):
+                keys += [k for k in out if k not in value]
+            if keys != list(out):
+                return {k: out[k] for k in keys}
+        return out
 
     def strip_empty_structs(self, value: Any, type_: str) -> Any:
         """The v1beta1 MarshalJSON normaliser: `{}` left by a value-typed struct field is dropped,
@@ -391,8 +471,23 @@ def marshal(value: Any, type_: str | None = None) -> str:
     return default_encoder().marshal(value, type_ or go_types().root)
 
 
-def v1beta1_wire(spec: Any) -> Any:
-    """A DCD spec as the operator writes it: Go's JSON of the struct, then the v1beta1 normaliser."""
-    encoder = default_encoder()
-    root = go_types().root
-    return encoder.strip_empty_structs(json.loads(encoder.marshal(spec, root)), root)
+def v1beta1_wire(spec: Any, *, keep_order: bool = False) -> Any:
+    """A DCD spec as the operator writes it: Go's JSON of the struct, then the v1beta1 normaliser
+    (with `keep_order`, keys in the order `spec` has them: `ordered_like(spec, ...)`)."""
+    return default_encoder().wire_value(spec, go_types().root, keep_order=keep_order)
+
+
+def ordered_like(original: Any, value: Any) -> Any:
+    """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
+    if isinstance(original, dict) and isinstance(value, dict):
+        keys = [k for k in original if k in value] + [k for k in value if k not in original]
+        # Only containers are reordered: a scalar is itself.
+        return {
+            k: ordered_like(original.get(k), v) if isinstance(v := value[k], dict | list) else v for k in keys
+        }
+    if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
+        return [
+            ordered_like(o, v) if isinstance(v, dict | list) else v
+            for o, v in zip(original, value, strict=True)
+        ]
+    return value

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dynamo_infra.api import kube, v1beta1
 from dynamo_infra.api.admission import sidecar
 from dynamo_infra.api.manifest import Manifest, copy_json
@@ -198,29 +196,14 @@ def generate_dcd(
 def as_stored(dcd: Manifest) -> Manifest:
     """A generated DCD as the API server returns it once the operator created it: the spec as Go
     writes it (zero values of fields without omitempty, empty value structs dropped by the v1beta1
-    normaliser), the CRD schema's defaults, and the DCD controller's finalizer."""
+    normaliser), the CRD schema's defaults, and the DCD controller's finalizer. Keys keep the
+    generated DCD's order; what Go or defaulting adds follows."""
     metadata = {**copy_json(dcd["metadata"]), "finalizers": [DCD_FINALIZER]}
-    # A new document (the spec is parsed from Go's JSON), defaulted in place.
-    stored = {**dcd, "metadata": metadata, "spec": gojson.v1beta1_wire(dcd["spec"])}
+    # A new document (the spec is built from Go's JSON, in the DCD's key order), defaulted in place.
+    stored = {**dcd, "metadata": metadata, "spec": gojson.v1beta1_wire(dcd["spec"], keep_order=True)}
     schema = kube.crd_schema(DCD_KIND, DCD_API_VERSION.split("/")[-1])
-    if schema:
-        kube.apply_defaults(stored, schema)
-    ordered: Manifest = _ordered_like(dcd, stored)
-    return ordered
-
-
-def _ordered_like(original: Any, value: Any) -> Any:
-    """`value` with the keys `original` has first, in its order (what Go or defaulting added after)."""
-    if isinstance(original, dict) and isinstance(value, dict):
-        keys = [k for k in original if k in value] + [k for k in value if k not in original]
-        # Only containers are reordered: a scalar is itself.
-        return {
-            k: _ordered_like(original.get(k), v) if isinstance(v := value[k], dict | list) else v
-            for k in keys
-        }
-    if isinstance(original, list) and isinstance(value, list) and len(original) == len(value):
-        return [
-            _ordered_like(o, v) if isinstance(v, dict | list) else v
-            for o, v in zip(original, value, strict=True)
-        ]
-    return value
+    if schema and kube.apply_defaults(stored, schema):
+        # A default may fill a key the DCD has but Go left out: back to the DCD's place.
+        ordered: Manifest = gojson.ordered_like(dcd, stored)
+        return ordered
+    return stored
