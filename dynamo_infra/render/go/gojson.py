@@ -292,14 +292,17 @@ class Encoder:
         )  # fmt: skip
         return plain
 
+    def _omitted(self, f: GoField, omits_null: bool, v: Any) -> bool:
+        """Whether Go leaves out field `f` holding `v` (null where it omits nulls, or by its tag)."""
+        if v is None:
+            return omits_null
+        return bool((f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)))
+
     def _struct(self, value: Mapping[str, Any], type_: str, path: str) -> str:
         parts = []
         for f, key, omits_null in self._fields[type_]:
             v = value.get(f.name)
-            if v is None:
-                if omits_null:
-                    continue
-            elif (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
+            if self._omitted(f, omits_null, v):
                 continue
             parts.append(f"{key}:{self.marshal(v, f.type, f'{path}.{f.name}')}")
         return "{" + ",".join(parts) + "}"
@@ -398,10 +401,7 @@ class Encoder:
         out = {}
         for f, _, omits_null in self._fields[type_]:
             v = value.get(f.name)
-            if v is None:
-                if omits_null:
-                    continue
-            elif (f.omitempty and self._empty(v, f.type)) or (f.omitzero and self._zero(v, f)):
+            if self._omitted(f, omits_null, v):
                 continue
             child = self._wire(v, f.type, keep_order)
             # The normaliser: `{}` of a value-typed struct field is dropped.
