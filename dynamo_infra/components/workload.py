@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import pulumi
 
@@ -16,6 +16,12 @@ from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 def keyed(objects: list[Manifest]) -> dict[str, Manifest]:
     """Objects by `apiVersion/kind/namespace/name`."""
     return {object_key(o): o for o in objects}
+
+
+def objects_input(objects: pulumi.Input[list[Manifest]]) -> pulumi.Output[dict[str, Manifest]]:
+    """The `objects` input: keyed, and one Output, secret as a whole when any value in it is (the
+    outputs keep it packed in one string, where the engine could not mark a nested secret)."""
+    return pulumi.Output.from_input(objects).apply(keyed)
 
 
 class ComponentWorkload(TakingOverResource):
@@ -60,9 +66,7 @@ class ComponentWorkload(TakingOverResource):
             "graph": graph,
             "component": component,
             "stack": stack_id(),
-            "objects": pulumi.Output.from_input(objects).apply(keyed)
-            if isinstance(objects, pulumi.Output)
-            else keyed(cast(list[Manifest], objects)),
+            "objects": objects_input(objects),
             "observe": {object_key(o): o for o in observe or []},
             "scale": scale or None,
             "replicasExternal": replicas_external,

@@ -94,3 +94,21 @@ def test_records_and_admission_pack_their_graph_copies() -> None:
     assert created.id == "n/g" and unpack(created.outs["graph"]) == graph
     assert isinstance(created.outs["graph"], str)
     assert GraphAdmissionProvider().typed(created.outs).graph == graph
+
+
+def test_a_secret_anywhere_in_a_workloads_objects_makes_them_secret_as_a_whole(mocks: Any) -> None:
+    """Outputs keep `objects` packed in one string: a secret nested in a manifest must make the whole
+    input secret, or the engine could not mark it in the packed output."""
+    import asyncio
+
+    import pulumi
+
+    from dynamo_infra.components.workload import objects_input
+
+    env = [{"name": "TOKEN", "value": pulumi.Output.secret("s3cr3t")}]
+    with_secret = {**DEP, "spec": {"template": {"spec": {"containers": [{"name": "m", "env": env}]}}}}
+    loop = asyncio.get_event_loop()
+    secret, plain = objects_input([with_secret]), objects_input([DEP])
+    assert loop.run_until_complete(secret.is_secret()) is True
+    assert loop.run_until_complete(plain.is_secret()) is False
+    assert loop.run_until_complete(plain.future()) == {KEY: DEP}
