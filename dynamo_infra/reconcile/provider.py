@@ -6,7 +6,8 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   observe: {key: stub} of objects another controller creates for this one (Grove's PodCliques),
   scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove),
   replicasFrom: {record, component}: the graph's DGD record, whose live replicas of the component a
-  new workload with external replicas is created with
+  new workload with external replicas is created with, graphAwaitsDeletion (not diffed): the graph's
+  own workload waits for this one's objects at destroy, so its delete does not
 Outputs: the inputs (`objects` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
 order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
 {} when nothing).
