@@ -109,6 +109,9 @@ platform = Platform(
         agent_await=options.await_policy.mode != "skip",
     ),
     provider=provider,
+    # The CRDs are applied with the stack's own kubeconfig (cluster-wide objects), read by its key.
+    kubeconfig=StackKubeconfig(stack.kubeconfig_key),
+    context=stack.context,
 )
 
 graphs = {}

@@ -11,6 +11,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.args import Kubeconfig
+from dynamo_infra.components.definitions import CustomResourceDefinitions
 from dynamo_infra.components.kubernetes_object import KubernetesObject
 from dynamo_infra.components.namespace_objects import (
     PLATFORM_ACCOUNTS,
@@ -18,6 +20,7 @@ from dynamo_infra.components.namespace_objects import (
     RBAC_API_GROUP,
 )
 from dynamo_infra.components.platform_plan import (
+    CLUSTER_FIELD_MANAGER,
     CRD_API_VERSION,
     DEFAULT_CRD_DIR,
     DEVICE_CLASS_API_VERSION,
@@ -122,7 +125,9 @@ def aliases_of(aliases: tuple[Alias, ...]) -> list[pulumi.Alias]:
 class Platform(pulumi.ComponentResource):
     """Namespace, planner/EPP service accounts bound to their ClusterRoles, the MPI SSH key copy, the
     Dynamo CRDs, and optionally third-party CRDs, the DRA DeviceClass and the dynamo-infra agent,
-    through `provider`; inputs as PlatformArgs or its keyword arguments (see there).
+    through `provider`; inputs as PlatformArgs or its keyword arguments (see there). Given `kubeconfig`
+    (and `context`), the CRDs are one CustomResourceDefinitions resource applied with it (a digest per
+    CRD in the state); else one pulumi-kubernetes resource each (their whole schemas in the state).
 
     Children are named `<name>-<object>`: two platforms coexist in one program.
     """
@@ -144,6 +149,8 @@ class Platform(pulumi.ComponentResource):
         mpi_ssh_secret_name: str = DEFAULT_MPI_SSH_SECRET,
         agent: AgentOptions | None = None,
         agent_await: bool = True,
+        kubeconfig: Kubeconfig | None = None,
+        context: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if args is None:
@@ -191,16 +198,35 @@ class Platform(pulumi.ComponentResource):
         for message in plan.messages:
             pulumi.log.info(message, resource=self)
         self.crd_names = [str(c.metadata["name"]) for c in plan.crds]
-        self.crds = [
-            KubernetesObject(
-                c.name,
-                CRD_API_VERSION,
-                "CustomResourceDefinition",
-                {"metadata": c.metadata, "spec": c.inputs["spec"]},
-                opts=with_aliases(c.aliases, retain_on_delete=True),
-            )
+        crd_manifests: list[Manifest] = [
+            {"apiVersion": CRD_API_VERSION, "kind": "CustomResourceDefinition", "metadata": c.metadata}
+            | c.inputs
             for c in plan.crds
         ]
+        self.crds: list[pulumi.Resource]
+        if kubeconfig is not None and crd_manifests:
+            # One resource whose state keeps a digest per CRD (see CustomResourceDefinitions).
+            self.crds = [
+                CustomResourceDefinitions(
+                    f"{name}-crds",
+                    crd_manifests,
+                    kubeconfig=kubeconfig,
+                    context=context,
+                    field_manager=CLUSTER_FIELD_MANAGER,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            ]
+        else:
+            self.crds = [
+                KubernetesObject(
+                    c.name,
+                    CRD_API_VERSION,
+                    "CustomResourceDefinition",
+                    {"metadata": c.metadata, "spec": c.inputs["spec"]},
+                    opts=with_aliases(c.aliases, retain_on_delete=True),
+                )
+                for c in plan.crds
+            ]
         self.device_class = (
             KubernetesObject(
                 plan.device_class.name,

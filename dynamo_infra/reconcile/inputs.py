@@ -9,6 +9,8 @@ and the manifest type (what talks to the cluster is imported inside the properti
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
@@ -157,3 +159,24 @@ class RecordsInputs(Inputs):
         from dynamo_infra.reconcile.ownership import inventory_id  # here: Check and Diff stay light
 
         return inventory_id(self.namespace, self.graph, RECORDS_COMPONENT)
+
+
+@dataclasses.dataclass(frozen=True)
+class DefinitionsInputs(Inputs):
+    """The platform's CustomResourceDefinitions: their digests (what `diff` compares and the state
+    keeps readable) and the manifests themselves, packed (`reconcile.base.pack`) and not diffed."""
+
+    # {CRD name: definition_digest of its manifest} (CRDs are independent: applied in any order).
+    definitions: dict[str, str] = dataclasses.field(default_factory=dict)
+    # {CRD name: manifest}: given packed, read back unpacked (`Inputs.from_props`).
+    manifests: dict[str, Manifest] = dataclasses.field(default_factory=dict)
+    # The server-side-apply field manager of every stack's cluster-wide objects.
+    field_manager: str = ""
+
+    undiffed = ("manifests",)
+
+
+def definition_digest(manifest: Manifest) -> str:
+    """SHA-256 of a manifest's canonical JSON: a CRD's identity in the state."""
+    text = json.dumps(manifest, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
