@@ -1,8 +1,12 @@
-"""The manifest type (a Kubernetes object or sub-object as its JSON mapping) and its YAML form."""
+"""The manifest type (a Kubernetes object or sub-object as its JSON mapping), its YAML form, and
+manifests packed as one string (what the state keeps of large inputs)."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
+import zlib
 from typing import Any
 
 import yaml
@@ -33,3 +37,24 @@ def dump_yaml(manifests: list[Manifest]) -> str:
     return "---\n".join(
         yaml.safe_dump(m, sort_keys=False, default_flow_style=False, allow_unicode=True) for m in manifests
     )
+
+
+# How an output holds a large input packed: this prefix, then base64 of zlib-compressed JSON. The state
+# keeps such an input readable once, as an input (what `preview --diff` shows), and every checkpoint the
+# engine writes after each step serializes one string instead of every field of every manifest.
+PACKED_PREFIX = "dynamo-infra.packed/v1:"
+# zlib level of packed outputs: the default's trade of speed for size.
+PACK_LEVEL = 6
+
+
+def pack(value: Any) -> str:
+    """`value` (plain JSON data) as one string: PACKED_PREFIX + base64(zlib(canonical JSON))."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return PACKED_PREFIX + base64.b64encode(zlib.compress(text.encode(), PACK_LEVEL)).decode("ascii")
+
+
+def unpack(value: Any) -> Any:
+    """The value `pack` made `value` from; any other value as it is (outputs written unpacked)."""
+    if isinstance(value, str) and value.startswith(PACKED_PREFIX):
+        return json.loads(zlib.decompress(base64.b64decode(value[len(PACKED_PREFIX) :])))
+    return value

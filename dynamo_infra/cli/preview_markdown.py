@@ -75,7 +75,13 @@ def field_line(f: FieldChange) -> str:
     return f"`{f.path}`: {value(f.old)} → {value(f.new)}"
 
 
-OP_WORDS = {"create": "created", "delete": "deleted", "update": "updated", "replace": "replaced"}
+OP_WORDS = {
+    "create": "created",
+    "delete": "deleted",
+    "update": "updated",
+    "replace": "replaced",
+    "keep": "kept in the cluster, no longer in the stack",
+}
 
 
 def object_lines(o: ObjectChange, level: int) -> list[str]:

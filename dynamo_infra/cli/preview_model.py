@@ -5,7 +5,9 @@ Our dynamic resources carry their rendered manifests as inputs (`objects`: manif
 `apiVersion/kind/namespace/name`; `manifest`, `dgd`, `adapters`, `checkpoint`, `job`); the
 platform's pulumi-kubernetes resources are manifests themselves. The JSON has no `detailedDiff` for
 them, so field changes are computed here from old and new inputs. Values Pulumi marks secret and
-the data of Secret objects never leave this module unmasked.
+the data of Secret objects never leave this module unmasked. A resource deleted with `retainOnDelete`
+leaves its objects in the cluster: they are `keep`, or, when another resource of the same preview
+writes them (the platform's CRDs moving into one resource), that resource's change from them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from dynamo_infra.api.manifest import unpack
 from dynamo_infra.errors import DynamoInfraError
 
 # Pulumi's sentinel for a value known only after apply (an unknown in the JSON).
@@ -46,7 +49,7 @@ SECRET = Masked()
 UNKNOWN = Unknown()
 # Inputs holding manifests: one manifest, or a mapping of manifests.
 SINGLE_OBJECT_INPUTS = ("manifest", "dgd", "checkpoint", "job")
-MAPPED_OBJECT_INPUTS = ("objects", "adapters")
+MAPPED_OBJECT_INPUTS = ("objects", "adapters", "manifests")
 # Inputs that are plumbing (connection, identity, copies derived from the manifests): never shown.
 PLUMBING_INPUTS = frozenset(
     [
@@ -63,6 +66,8 @@ PLUMBING_INPUTS = frozenset(
         "name",
         "owner",
         "graphAwaitsDeletion",
+        "definitions",
+        "fieldManager",
     ]
 )
 # Step operations that change nothing in the cluster, or repeat another step of the same resource
@@ -108,7 +113,8 @@ class FieldChange:
 class ObjectChange:
     key: str
     kind: str
-    # create, update, delete, replace (a new name: the old object is deleted, e.g. a new worker hash)
+    # create, update, delete, replace (a new name: the old object is deleted, e.g. a new worker hash),
+    # keep (its resource left the stack with `retainOnDelete`: the object stays as it is)
     op: str
     fields: list[FieldChange] = dataclasses.field(default_factory=list)
     old_key: str = ""
@@ -199,7 +205,7 @@ def manifests(resource_type: str, inputs: dict[str, Any]) -> dict[str, Any] | Un
         if isinstance(obj, dict) and obj.get("kind"):
             found[object_key(obj)] = obj
     for name in MAPPED_OBJECT_INPUTS:
-        objs: Any = inputs.get(name)
+        objs: Any = unpack(inputs.get(name))
         if isinstance(objs, Unknown):
             return UNKNOWN
         if isinstance(objs, dict):
@@ -378,13 +384,29 @@ def state_of(step: dict[str, Any], which: str) -> dict[str, Any]:
     return state if isinstance(state, dict) else {}
 
 
+def retained(step: dict[str, Any]) -> bool:
+    """A delete that leaves the resource's objects in the cluster (`retainOnDelete`)."""
+    return step.get("op") == "delete" and bool(state_of(step, "oldState").get("retainOnDelete"))
+
+
 def summarize(data: dict[str, Any], stack: str = "") -> PreviewSummary:
     """The cluster changes of a parsed `pulumi preview --json`."""
     graphs: dict[str, GraphChange] = {}
-    for step in data.get("steps") or []:
+    steps = [s for s in data.get("steps") or [] if s.get("op", "") not in SKIPPED_OPS]
+    # Objects of retained deletes, and the keys other resources of this preview create.
+    released: dict[str, Any] = {}
+    created: set[str] = set()
+    for step in steps:
+        state = state_of(step, "oldState" if retained(step) else "newState")
+        rtype = str(state.get("type") or "")
+        found = manifests(rtype, clean(state.get("inputs") or {})) if rtype else {}
+        if isinstance(found, dict):
+            if retained(step):
+                released.update(found)
+            elif step.get("op") == "create":
+                created.update(found)
+    for step in steps:
         op = step.get("op", "")
-        if op in SKIPPED_OPS:
-            continue
         old, new = state_of(step, "oldState"), state_of(step, "newState")
         if not (old or new).get("custom", True):
             continue  # a ComponentResource: its children carry the changes
@@ -400,15 +422,22 @@ def summarize(data: dict[str, Any], stack: str = "") -> PreviewSummary:
         graph = graph_of(full_type, name, inputs)
         before = manifests(rtype, old_in) if old_in else {}
         after = manifests(rtype, new_in) if new_in else {}
+        if op == "create" and isinstance(after, dict):
+            before = {k: released[k] for k in after if k in released}
         component = ComponentChange(component_of(graph, name, inputs), op)
         if isinstance(after, Unknown) or isinstance(before, Unknown):
             component.unknown_objects = True
+        elif retained(step):
+            kept = sorted(k for k in before if k not in created)
+            component.objects = [ObjectChange(k, str(before[k].get("kind", "")), "keep") for k in kept]
         else:
             component.objects = diff_objects(before, after)
         component.settings = (
             diff_values(settings(rtype, old_in), settings(rtype, new_in)) if old_in and new_in else []
         )
-        if op == "create":
+        if retained(step):
+            component.op = "released"
+        elif op == "create":
             component.op = "added"
         elif op == "delete":
             component.op = "removed"

@@ -8,9 +8,8 @@ from collections.abc import Sequence
 import pulumi
 from pulumi.dynamic import Resource
 
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import Manifest, pack
 from dynamo_infra.components.args import Kubeconfig, kubeconfig_props
-from dynamo_infra.reconcile.base import pack
 from dynamo_infra.reconcile.definitions_provider import CustomResourceDefinitionsProvider
 from dynamo_infra.reconcile.inputs import definition_digest
 

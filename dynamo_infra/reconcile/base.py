@@ -13,13 +13,10 @@ create, update, delete or read; the calls module imports the inputs, never the p
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import importlib
-import json
 import sys
 import time
-import zlib
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
@@ -27,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar, cast
 from pulumi.dynamic import ConfigureRequest, ReadResult, ResourceProvider
 from pulumi.dynamic.config import Config
 
+from dynamo_infra.api.manifest import pack, unpack
 from dynamo_infra.errors import DynamoInfraError
 
 if TYPE_CHECKING:
@@ -48,25 +46,6 @@ T = TypeVar("T")
 CREDENTIAL_PROPS = ("kubeconfig", "kubeconfigFrom")
 # The stack's configuration as the engine gave it to this provider process (`Provider.configure`).
 _stack_config: Config | None = None
-# How an output holds a large input packed: this prefix, then base64 of zlib-compressed JSON. The state
-# keeps such an input readable once, as an input (what `preview --diff` shows), and every checkpoint the
-# engine writes after each step serializes one string instead of every field of every manifest.
-PACKED_PREFIX = "dynamo-infra.packed/v1:"
-# zlib level of packed outputs: the default's trade of speed for size.
-PACK_LEVEL = 6
-
-
-def pack(value: Any) -> str:
-    """`value` (plain JSON data) as one string: PACKED_PREFIX + base64(zlib(canonical JSON))."""
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
-    return PACKED_PREFIX + base64.b64encode(zlib.compress(text.encode(), PACK_LEVEL)).decode("ascii")
-
-
-def unpack(value: Any) -> Any:
-    """The value `pack` made `value` from; any other value as it is (outputs written unpacked)."""
-    if isinstance(value, str) and value.startswith(PACKED_PREFIX):
-        return json.loads(zlib.decompress(base64.b64decode(value[len(PACKED_PREFIX) :])))
-    return value
 
 
 class AwaitTimeout(DynamoInfraError):

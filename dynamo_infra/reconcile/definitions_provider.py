@@ -21,7 +21,8 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
-from dynamo_infra.reconcile.base import Provider, kubeconfig_given, log, unpack
+from dynamo_infra.api.manifest import unpack
+from dynamo_infra.reconcile.base import Provider, kubeconfig_given, log
 from dynamo_infra.reconcile.inputs import DefinitionsInputs
 
 # The resource's id: one per stack (CRDs are cluster-wide, named by their manifests).
@@ -64,5 +65,9 @@ class CustomResourceDefinitionsProvider(Provider[DefinitionsInputs]):
         log(f"CustomResourceDefinitions kept in the cluster: {names}")
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        """The CRDs as the cluster has them; the inputs keep the manifests (packed), so a preview after
+        a refresh still shows per-field changes."""
         ins = self.typed(props)
-        return self.read_result(id_, self.calls(ins).read(ins, props))
+        outs = self.outputs(self.calls(ins).read(ins, props))
+        inputs = {k: outs[k] for k in (*self.inputs.diffed(), "manifests") if k in outs}
+        return ReadResult(id_, outs, inputs)

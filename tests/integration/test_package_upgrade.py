@@ -5,7 +5,9 @@ A stack deployed by the package as it was before the Dynamo 1.6 work (the last l
 images (which that package rendered as the operator at our pin). The same stack is then previewed and updated
 by the package of this checkout: the graphs' workloads preview `same` (a running generation an earlier
 package rendered keeps running: `render.graph.keep_running_generation`), the Dynamo CRDs move forward
-to the 1.6 set (v1beta1 with `roles`), and not one pod of the graph is replaced. Then the graph's
+to the 1.6 set (v1beta1 with `roles`) and into one resource of the platform (their pulumi-kubernetes
+resources leave the stack retained: the same CRD objects, never deleted), and not one pod of the graph is
+replaced. Then the graph's
 workers change (1.6.1 images, another engine argument): the worker rolls to a new worker-hash name with
 the 1.5 defaults, as the 1.6 operator rolls it.
 """
@@ -195,6 +197,8 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
         assert len(workloads_before) == 4, workloads_before
         old_crd = kube.get(crd_stub(DGD_CRD))
         assert old_crd is not None and "roles" not in v1beta1_component_fields(old_crd)
+        records_before = kube.list("nvidia.com/v1beta1", "DynamoGraphDeployment", namespace)
+        assert len(records_before) == 2, records_before
 
     # This checkout's package: the same stack, its program and CRDs, no baseline on the path.
     lay_project(project, REPO)
@@ -206,16 +210,21 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
         for urn, op in ops.items()
         if op != "same" and "CustomResourceDefinition" not in urn
     }
-    # The 1.6.1 graph's record now carries the status the 1.6 planner reads (a record, not a pod).
-    assert changed == {f"{GRAPH_16_NAME}-records": "update"}, changed
+    # The 1.6.1 graph's record now carries the status the 1.6 planner reads (a record, not a pod); the
+    # platform's CRDs are one new resource, and their pulumi-kubernetes resources leave the stack.
+    assert changed == {f"{GRAPH_16_NAME}-records": "update", "platform-crds": "create"}, changed
     crd_ops = {urn.rsplit("::", 1)[1]: op for urn, op in ops.items() if "CustomResourceDefinition" in urn}
-    assert any(op == "update" for op in crd_ops.values()), crd_ops
+    assert crd_ops and set(crd_ops.values()) == {"delete"}, crd_ops
     run_up(stack)
     with kube_client(cluster) as kube:
         assert pods(kube, namespace) == pods_before, "a pod of a running graph was replaced"
         assert workloads(kube, namespace) == workloads_before, "a workload of a running graph changed"
         new_crd = kube.get(crd_stub(DGD_CRD))
         assert new_crd is not None and "roles" in v1beta1_component_fields(new_crd)
+        # The same CRD object, updated in place (retained, not deleted): the graphs' records are still there.
+        assert new_crd["metadata"]["uid"] == old_crd["metadata"]["uid"]
+        records = kube.list("nvidia.com/v1beta1", "DynamoGraphDeployment", namespace)
+        assert [r["metadata"]["uid"] for r in records] == [r["metadata"]["uid"] for r in records_before]
         _, held = worker_main(kube, namespace, GRAPH_16_NAME)
         assert {e["name"]: e.get("value") for e in held["env"]}["DYN_HEALTH_CHECK_ENABLED"] == "false"
     assert set(preview_ops(stack).values()) == {"same"}

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from dynamo_infra.api import load_yaml
+from dynamo_infra.api.manifest import unpack
 from dynamo_infra.kube.client import FIELD_MANAGER, USER_AGENT, KubeClient, object_key
-from dynamo_infra.reconcile.base import unpack
 from dynamo_infra.reconcile.ownership import ForeignObject
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.render import render_graph

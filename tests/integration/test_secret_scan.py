@@ -25,8 +25,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from pulumi import automation as auto
 
+from dynamo_infra.api.manifest import PACKED_PREFIX, unpack
 from dynamo_infra.kube.client import KubeClient
-from dynamo_infra.reconcile.base import PACKED_PREFIX, unpack
 from tests.integration.harness import copy_project, make_stack, namespace_object, unique
 from tools.localcluster import LocalCluster
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dynamo_infra.api.admission import OperatorFeatures
+from dynamo_infra.api.manifest import unpack
 from dynamo_infra.reconcile.admission_provider import GraphAdmissionProvider, features_props
-from dynamo_infra.reconcile.base import unpack
 from tests.unit.test_admission import documents
 
 

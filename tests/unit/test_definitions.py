@@ -11,9 +11,8 @@ from typing import Any
 import pulumi
 import pytest
 
-from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.api.manifest import PACKED_PREFIX, Manifest, pack, unpack
 from dynamo_infra.reconcile import definitions_calls
-from dynamo_infra.reconcile.base import PACKED_PREFIX, pack, unpack
 from dynamo_infra.reconcile.definitions_provider import CustomResourceDefinitionsProvider
 from dynamo_infra.reconcile.inputs import DefinitionsInputs, definition_digest
 from tests.conftest import REPO
@@ -159,6 +158,7 @@ def test_refresh_finds_a_crd_gone_or_changed_and_the_next_diff_applies_it(fake: 
         "c.example.com": given["definitions"]["c.example.com"],
     }
     assert read.inputs is not None and read.inputs["definitions"] == read.outs["definitions"]
+    assert unpack(read.inputs["manifests"]) == unpack(given["manifests"])
     assert p.diff("id", read.outs, given).changes
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from dynamo_infra.api.manifest import PACKED_PREFIX, pack, unpack
 from dynamo_infra.reconcile.admission_provider import GraphAdmissionProvider
-from dynamo_infra.reconcile.base import PACKED_PREFIX, pack, unpack
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.reconcile.records_provider import GraphRecordsProvider
 

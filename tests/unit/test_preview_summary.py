@@ -258,3 +258,64 @@ def test_a_replacement_is_shown_once_and_a_config_map_restarts_nothing() -> None
     assert (obj.op, obj.restart, obj.scale) == ("update", "", "")
     text = comment(s)
     assert "`data.a`: `1` → `2`" in text and "0 rollouts of pods" in text and "the platform:" in text
+
+
+CRD_TYPE = "dynamo-infra:index:Platform$kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+CRDS_TYPE = "dynamo-infra:index:Platform$pulumi-python:dynamic:Resource"
+
+
+def crd(name: str, served: bool = True) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {"group": "nvidia.com", "versions": [{"name": "v1beta1", "served": served}]},
+    }
+
+
+def released(name: str) -> dict[str, Any]:
+    """A pulumi-kubernetes CRD leaving the stack with `retainOnDelete`."""
+    out = step("delete", f"platform-{name}", CRD_TYPE, crd(name), None)
+    out["oldState"]["retainOnDelete"] = True
+    return out
+
+
+def test_crds_moving_into_one_resource_show_only_what_changes_and_what_stays_behind() -> None:
+    from dynamo_infra.api.manifest import pack
+
+    written = {c["metadata"]["name"]: c for c in (crd("a.nvidia.com", served=False), crd("b.nvidia.com"))}
+    inputs = {
+        "kubeconfigFrom": "k",
+        "definitions": {n: "digest" for n in written},
+        "manifests": pack(written),
+    }
+    s = summarize(
+        preview(
+            released("a.nvidia.com"),
+            released("b.nvidia.com"),
+            released("c.nvidia.com"),
+            step("create", "platform-crds", CRDS_TYPE, None, inputs),
+        )
+    )
+    [platform] = s.graphs
+    ops = {(c.name, c.op): [(o.op, o.key.rsplit("/", 1)[-1]) for o in c.objects] for c in platform.components}
+    # b is written as it was (no change shown), a changes one field, c stays in the cluster as it is.
+    assert ops == {
+        ("c.nvidia.com", "released"): [("keep", "c.nvidia.com")],
+        ("crds", "added"): [("update", "a.nvidia.com")],
+    }
+    [changed] = [o for c in platform.components for o in c.objects if o.op == "update"]
+    assert [(f.path, f.old, f.new) for f in changed.fields] == [
+        ("spec.versions[v1beta1].served", True, False)
+    ]
+    text = comment(s)
+    assert (
+        "kept in the cluster, no longer in the stack `apiextensions.k8s.io/v1/CustomResourceDefinition/c.nvidia.com`"
+        in text
+    )
+    assert "digest" not in text and "kubeconfigFrom" not in text
+
+
+def test_a_deleted_resource_without_retain_still_deletes_its_objects() -> None:
+    s = summarize(preview(step("delete", "platform-c.nvidia.com", CRD_TYPE, crd("c.nvidia.com"), None)))
+    assert [(o.op, o.key.rsplit("/", 1)[-1]) for o in s.graphs[0].objects()] == [("delete", "c.nvidia.com")]
