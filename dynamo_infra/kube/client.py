@@ -37,6 +37,8 @@ FIELD_MANAGER = "dynamo-infra"
 USER_AGENT = f"dynamo-infra/{__version__}"
 # User agent of the Pulumi program's own reads (which namespace-level objects the stack owns).
 PROGRAM_USER_AGENT = f"dynamo-infra-program/{__version__}"
+# User agent of the platform's cluster-wide writes (its CRDs), made with the stack's own kubeconfig.
+PLATFORM_USER_AGENT = f"dynamo-infra-platform/{__version__}"
 # Accept header asking for an object's metadata only (PartialObjectMetadata: no spec, no status).
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 # Per-request timeout against the API server.

@@ -103,8 +103,9 @@ class Inputs:
         moved = bool(self.kubeconfig_from) != bool(other.kubeconfig_from)
         return [k for k in self.diffed() if mine[k] != theirs[k] and not (moved and k in CREDENTIAL_PROPS)]
 
-    def client(self) -> KubeClient:
-        """A client for this call (decision 10: never kept on the provider)."""
+    def client(self, user_agent: str = "") -> KubeClient:
+        """A client for this call (decision 10: never kept on the provider), with this user agent ("":
+        the providers' own)."""
         # Here: Check and Diff stay light (module doc).
         from dynamo_infra.kube import client, connection
         from dynamo_infra.render.runtime import rbac
@@ -114,7 +115,9 @@ class Inputs:
             return rbac.covers(group, plural, "list") and rbac.covers(group, plural, "watch")
 
         return client.KubeClient(
-            connection.load(self.credential(), self.context or None), may_watch=may_watch
+            connection.load(self.credential(), self.context or None),
+            user_agent or client.USER_AGENT,
+            may_watch=may_watch,
         )
 
     def credential(self) -> str:

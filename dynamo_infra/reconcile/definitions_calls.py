@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.kube.client import PLATFORM_USER_AGENT
 from dynamo_infra.reconcile.base import AwaitTimeout, log
 from dynamo_infra.reconcile.inputs import DefinitionsInputs
 
@@ -29,7 +30,7 @@ def established(live: Manifest | None) -> bool:
 
 def apply(ins: DefinitionsInputs, props: dict[str, Any], olds: DefinitionsInputs | None) -> dict[str, Any]:
     """Apply every CRD of the inputs, then wait until each is established; the outputs are the inputs."""
-    with ins.client() as client:
+    with ins.client(PLATFORM_USER_AGENT) as client:
         applied = [client.apply(ins.manifests[name], manager=ins.field_manager) for name in ins.definitions]
         deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
         for live in applied:
@@ -51,7 +52,7 @@ def read(ins: DefinitionsInputs, props: dict[str, Any]) -> dict[str, Any]:
     """The outputs as the cluster has them: a CRD deleted by hand leaves `definitions`; one whose fields
     another writer changed reads DRIFTED (a dry-run apply of its manifest would change it)."""
     definitions: dict[str, str] = {}
-    with ins.client() as client:
+    with ins.client(PLATFORM_USER_AGENT) as client:
         for name, digest in ins.definitions.items():
             manifest = ins.manifests.get(name)
             live = client.get(manifest) if manifest else None

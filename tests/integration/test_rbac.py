@@ -12,7 +12,7 @@ import pytest
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.kube.client import USER_AGENT, KubeClient
+from dynamo_infra.kube.client import PLATFORM_USER_AGENT, USER_AGENT, KubeClient
 from dynamo_infra.render.runtime import rbac
 from tests.integration.harness import TAIL, destroy, graphs_kubeconfig, make_stack, unique, up
 from tools.localcluster import LocalCluster
@@ -43,10 +43,18 @@ def test_a_graph_deploys_and_is_destroyed_with_the_least_privilege_role(
     stack = make_stack(project, cluster, "least", ns, [project / "examples" / "agg.yaml"])
     # From here to the end of the destroy only the providers use our client's user agent.
     before = len(cluster.audit_events(USER_AGENT))
+    platform_before = len(cluster.audit_events(PLATFORM_USER_AGENT))
     result = up(stack)
     assert result.outputs["graphs"].value["vllm-agg"]["state"] == "successful"
     destroy(stack)
     providers = cluster.audit_events(USER_AGENT)[before:]
+    # The platform's CRDs (cluster-wide) are applied with the stack's own kubeconfig, under their own
+    # user agent, and touch nothing else (API discovery aside).
+    platform = cluster.audit_events(PLATFORM_USER_AGENT)[platform_before:]
+    touched = {e["objectRef"]["resource"] for e in platform if "objectRef" in e}
+    assert touched == {"customresourcedefinitions"}, touched
+    assert {e["verb"] for e in platform if "objectRef" not in e} <= {"get"}
+    assert account(ns) not in {e["user"]["username"] for e in platform}
     assert kube.list("apps/v1", "Deployment", ns) == []
     # The providers wrote (server-side apply is audited as `patch`) and deleted with the restricted
     # token only, each call in the table, none denied.

@@ -12,6 +12,7 @@ import pulumi
 import pytest
 
 from dynamo_infra.api.manifest import PACKED_PREFIX, Manifest, pack, unpack
+from dynamo_infra.kube.client import PLATFORM_USER_AGENT
 from dynamo_infra.reconcile import definitions_calls
 from dynamo_infra.reconcile.definitions_provider import CustomResourceDefinitionsProvider
 from dynamo_infra.reconcile.inputs import DefinitionsInputs, definition_digest
@@ -104,7 +105,12 @@ class FakeClient:
 @pytest.fixture()
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeClient:
     client = FakeClient()
-    monkeypatch.setattr(DefinitionsInputs, "client", lambda self: client)
+
+    def client_for(_ins: DefinitionsInputs, user_agent: str = "") -> FakeClient:
+        assert user_agent == PLATFORM_USER_AGENT  # the platform's writes are told apart in audit logs
+        return client
+
+    monkeypatch.setattr(DefinitionsInputs, "client", client_for)
     return client
 
 
