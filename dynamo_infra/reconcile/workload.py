@@ -15,6 +15,7 @@ from dynamo_infra.kube.watch import resource_version
 from dynamo_infra.reconcile.base import DELETE_TIMEOUT_S, POLL_INTERVAL_S, AwaitTimeout, await_until
 from dynamo_infra.reconcile.observe import observed_status
 from dynamo_infra.reconcile.ownership import INVENTORY_LABEL, owner_of
+from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.runtime.status import ComponentStatus
 
 # Field manager that keeps co-owning a workload's initial replica count once we stop writing it.
@@ -25,6 +26,12 @@ MIN_WAIT_S = 1.0
 Log = Callable[[str], None]
 # The kinds of a component's workload, whose foreground deletion waits for their pods (and so a
 # graph's destroy waits for them).
+# How objects go when someone else waits for their pods (a graph's destroy): at once, their dependents
+# left to the garbage collector, which then makes about half the requests of a foreground deletion (no
+# finalizer to add and remove, no re-reads) under its client rate limit.
+UNWAITED_PROPAGATION = "Background"
+# The controllers of the pods a graph's destroy waits for (a Job's, e.g. a checkpoint capture's, stay).
+POD_CONTROLLERS = frozenset({"ReplicaSet", "StatefulSet", "PodClique"})
 POD_OWNERS = (
     ("apps/v1", "Deployment"), ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"),
     ("grove.io/v1alpha1", "PodCliqueSet"),
@@ -128,7 +135,7 @@ def sweep_orphans(
             if key in keep:
                 continue
             log(f"pruning {key} (left by an earlier, interrupted run)")
-            if client.delete(obj) and wait:
+            if client.delete(obj, propagation="Foreground" if wait else UNWAITED_PROPAGATION) and wait:
                 client.wait_deleted(obj, DELETE_TIMEOUT_S)
             removed.append(key)
     return removed
@@ -220,7 +227,7 @@ def delete_objects(
             continue
         obj = known.get(key) or _stub(key)
         try:
-            existed = client.delete(obj)
+            existed = client.delete(obj, propagation="Foreground" if wait else UNWAITED_PROPAGATION)
         except KubeError as e:
             if e.status == 404:
                 continue
@@ -239,8 +246,9 @@ def wait_all_deleted(client: KubeClient, deleted: list[tuple[str, Manifest]]) ->
 
 
 def await_graph_deletions(client: KubeClient, namespace: str, graph: str, log: Log) -> list[str]:
-    """Wait until every object of `graph` that owns pods and is being deleted is gone: what its
-    components' workloads deleted without waiting (`graph_awaits_deletion`). The objects' keys."""
+    """Wait until what `graph`'s components deleted without waiting (`graph_awaits_deletion`) is gone:
+    its pod owners still being deleted (in the foreground, by an earlier version), then the graph's
+    pods run by a workload controller. The keys waited for."""
     owner = f"{namespace}/{graph}/"
     pending: list[tuple[str, Manifest]] = []
     for api_version, kind in POD_OWNERS:
@@ -253,7 +261,28 @@ def await_graph_deletions(client: KubeClient, namespace: str, graph: str, log: L
     if pending:
         log(f"waiting for {len(pending)} object(s) of {owner.rstrip('/')} to be gone")
     wait_all_deleted(client, pending)
-    return [k for k, _ in pending]
+
+    def pods() -> list[str]:
+        return [
+            object_key(p)
+            for p in client.list("v1", "Pod", namespace, f"{LABEL_GRAPH}={graph}")
+            if any(
+                r.get("controller") and r.get("kind") in POD_CONTROLLERS
+                for r in (p.get("metadata") or {}).get("ownerReferences") or []
+            )
+        ]
+
+    running = pods()
+    if running:
+        log(f"waiting for {len(running)} pod(s) of {owner.rstrip('/')} to be gone")
+
+    def expired(left: list[str]) -> KubeError:
+        return KubeError(
+            f"{len(left)} pod(s) of {owner.rstrip('/')} still exist {DELETE_TIMEOUT_S:.0f}s after deletion"
+        )
+
+    await_until(running, pods, lambda left: not left, timeout=DELETE_TIMEOUT_S, expired=expired)
+    return [k for k, _ in pending] + running
 
 
 def project(live: Any, desired: Any) -> Any:

@@ -1,5 +1,6 @@
-"""A graph's destroy: its components' workloads send their deletes and return; the graph's own
-workload (deleted after them) waits for every object of the graph that owns pods to be gone."""
+"""A graph's destroy: its components' workloads send their deletes (background propagation) and return;
+the graph's own workload (deleted after them) waits for the graph's pods that a workload controller runs
+(and for pod owners an earlier version deleted in the foreground) to be gone."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import pytest
 
 from dynamo_infra.kube.client import object_key
 from dynamo_infra.kube.errors import KubeError
-from dynamo_infra.reconcile import workload_calls
+from dynamo_infra.reconcile import base, workload_calls
 from dynamo_infra.reconcile.inputs import WorkloadInputs
 from dynamo_infra.reconcile.ownership import INVENTORY_ANNOTATION, INVENTORY_LABEL
 from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from dynamo_infra.reconcile.workload import POD_OWNERS, await_graph_deletions, delete_objects
+from dynamo_infra.render.names import LABEL_GRAPH
 from dynamo_infra.render.runtime import rbac
 
 
@@ -29,12 +31,20 @@ def dep(name: str, owner: str, deleting: bool) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta}
 
 
-class Cluster:
-    """Serves Deployments only; records deletes, lists and waits in order."""
+def pod(name: str, graph: str, controller: str) -> dict[str, Any]:
+    owner = {"kind": controller, "name": f"{name}-owner", "controller": True}
+    meta = {"name": name, "namespace": "ns", "labels": {LABEL_GRAPH: graph}, "ownerReferences": [owner]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta}
 
-    def __init__(self, live: list[dict[str, Any]], gone: bool = True) -> None:
-        self.live, self.gone = live, gone
+
+class Cluster:
+    """Serves Deployments and pods; records deletes (with their propagation), lists and waits in order.
+    Pods are gone after `pod_lists` lists of them."""
+
+    def __init__(self, live: list[dict[str, Any]], gone: bool = True, pod_lists: int = 1) -> None:
+        self.live, self.gone, self.pod_lists = live, gone, pod_lists
         self.calls: list[tuple[str, str]] = []
+        self.propagation: dict[str, str] = {}
 
     def __enter__(self) -> Cluster:
         return self
@@ -51,12 +61,19 @@ class Cluster:
     def list(
         self, api_version: str, kind: str, namespace: str | None = None, label_selector: str = ""
     ) -> Any:
+        if kind == "Pod":
+            self.calls.append(("list", "pods"))
+            self.pod_lists -= 1
+            key, _, value = label_selector.partition("=")
+            pods = [o for o in self.live if o["kind"] == kind and o["metadata"]["labels"].get(key) == value]
+            return pods if self.pod_lists >= 0 else []
         # The graph's wait selects every object we label; a sweep selects one resource's inventory id.
         self.calls.append(("list", "graph" if label_selector == INVENTORY_LABEL else "sweep"))
         return [o for o in self.live if o["kind"] == kind]
 
-    def delete(self, obj: dict[str, Any]) -> bool:
+    def delete(self, obj: dict[str, Any], propagation: str = "Foreground") -> bool:
         self.calls.append(("delete", obj["metadata"]["name"]))
+        self.propagation[obj["metadata"]["name"]] = propagation
         return True
 
     def wait_deleted(self, obj: dict[str, Any], timeout: float) -> bool:
@@ -69,6 +86,11 @@ def test_deletes_without_waiting_when_someone_else_waits() -> None:
     keys = ["v1/Service/ns/s", "apps/v1/Deployment/ns/d"]
     delete_objects(cluster, keys, {}, lambda _: None, wait=False)  # type: ignore[arg-type]
     assert cluster.calls == [("delete", "d"), ("delete", "s")]
+    # The API server removes them at once; the garbage collector deletes their pods after.
+    assert cluster.propagation == {"d": "Background", "s": "Background"}
+    waiting = Cluster([])
+    delete_objects(waiting, keys, {}, lambda _: None)  # type: ignore[arg-type]
+    assert waiting.propagation == {"d": "Foreground", "s": "Foreground"}
 
 
 def test_the_graph_waits_for_its_objects_being_deleted_only() -> None:
@@ -87,6 +109,29 @@ def test_the_graph_waits_for_its_objects_being_deleted_only() -> None:
     assert lines == ["waiting for 1 object(s) of ns/g to be gone"]
     with pytest.raises(KubeError, match="apps/v1/Deployment/ns/mine-going still exists"):
         await_graph_deletions(Cluster(cluster.live, gone=False), "ns", "g", lines.append)  # type: ignore[arg-type]
+
+
+def test_the_graph_waits_for_its_pods_that_a_workload_controller_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slept: list[float] = []
+    monkeypatch.setattr(base.time, "sleep", slept.append)
+    pods = [
+        pod("worker-0", "g", "ReplicaSet"),
+        pod("leader-0", "g", "StatefulSet"),
+        pod("prefill-0", "g", "PodClique"),
+        pod("capture-0", "g", "Job"),  # a checkpoint capture's pod: stays after its Job completes
+        pod("other-0", "g2", "ReplicaSet"),
+    ]
+    cluster = Cluster(pods, pod_lists=2)
+    lines: list[str] = []
+    waited = await_graph_deletions(cluster, "ns", "g", lines.append)  # type: ignore[arg-type]
+    assert waited == ["v1/Pod/ns/worker-0", "v1/Pod/ns/leader-0", "v1/Pod/ns/prefill-0"]
+    assert lines == ["waiting for 3 pod(s) of ns/g to be gone"]
+    assert [c for c in cluster.calls if c == ("list", "pods")] == [("list", "pods")] * 3 and len(slept) == 2
+    with pytest.raises(KubeError, match=r"3 pod\(s\) of ns/g still exist"):
+        monkeypatch.setattr("dynamo_infra.reconcile.workload.DELETE_TIMEOUT_S", 0.0)
+        await_graph_deletions(Cluster(pods, pod_lists=10**6), "ns", "g", lines.append)  # type: ignore[arg-type]
 
 
 def inputs(component: str, awaited: bool) -> WorkloadInputs:
@@ -111,7 +156,13 @@ def inputs(component: str, awaited: bool) -> WorkloadInputs:
         (
             "",
             False,
-            [("list", "graph"), ("delete", "shared"), ("wait", "shared"), ("list", "sweep")],
+            [
+                ("list", "graph"),
+                ("list", "pods"),
+                ("delete", "shared"),
+                ("wait", "shared"),
+                ("list", "sweep"),
+            ],
         ),
     ],
 )
@@ -142,3 +193,4 @@ def test_the_graph_identity_may_list_what_the_graph_waits_for() -> None:
     for api_version, kind in POD_OWNERS:
         group = api_version.rpartition("/")[0]
         assert rbac.covers(group, f"{kind.lower()}s", "list"), kind
+    assert rbac.covers("", "pods", "list")
