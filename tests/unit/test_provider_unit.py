@@ -121,7 +121,8 @@ class _DeletingClient:
         self.calls: list[tuple[str, str, float]] = []
         self.gone = gone
 
-    def delete(self, obj: dict) -> bool:
+    def delete(self, obj: dict, propagation: str = "Foreground") -> bool:
+        assert propagation == "Foreground"  # a delete that waits for its objects takes their pods first
         self.calls.append(("delete", obj["metadata"]["name"], 0.0))
         return obj["metadata"]["name"] != "absent"
 
