@@ -65,6 +65,8 @@ DECISION_LOG = "[summary]"
 # Bounded waits.
 STARTUP_S = 90.0
 DECISION_S = 60.0
+# How long the planner takes to log a write the API server already shows.
+LOG_S = 15.0
 SCALE_S = 60.0
 
 
@@ -229,7 +231,9 @@ def test_planner_scales_decode_under_load_and_pulumi_keeps_it(
             wait_until(lambda: adapter_replicas(harness_kube, ns) == 2, DECISION_S,
                        "the planner's request for a second decode worker", pods)  # fmt: skip
             decided = time.monotonic() - started
-            assert "Scaled DGDSA planner-mocker-decode to 2 replicas" in planner.tail(400)
+            # The planner logs the scale once its write has returned: a moment after the API shows it.
+            wait_until(lambda: "Scaled DGDSA planner-mocker-decode to 2 replicas" in planner.tail(400),
+                       LOG_S, "the planner's log of its scale", pods)  # fmt: skip
             # The agent carries it to the DGD record and to the worker Deployment's scale.
             wait_until(
                 lambda: (
