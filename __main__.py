@@ -15,6 +15,7 @@ from dynamo_infra.components import (
     StackKubeconfig,
     read_mpi_ssh_secret,
     read_ownership,
+    trim_stack_traces,
 )
 from dynamo_infra.components.neighbours import (
     DGD_CRD,
@@ -28,6 +29,10 @@ from dynamo_infra.stack_config import StackConfig, StackConfigError
 
 def fail(message: str) -> NoReturn:
     raise pulumi.RunError(message)
+
+
+# Each resource's state keeps the frames of this package and the program line, not the interpreter's.
+trim_stack_traces()
 
 
 try:

@@ -14,6 +14,7 @@ from dynamo_infra.components.platform import Platform, read_mpi_ssh_secret, read
 from dynamo_infra.components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from dynamo_infra.components.pvc import PersistentVolumeClaim, PersistentVolumeClaimArgs
 from dynamo_infra.components.scaling import ScalingAdapter, ScalingAdapterArgs
+from dynamo_infra.components.stack_traces import trim_stack_traces
 from dynamo_infra.components.workload import ComponentWorkload
 from dynamo_infra.graph_source import load_graph
 
@@ -42,4 +43,5 @@ __all__ = [
     "read_neighbours",
     "read_ownership",
     "read_running_worker_hashes",
+    "trim_stack_traces",
 ]
