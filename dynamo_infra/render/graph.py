@@ -14,6 +14,7 @@ from dynamo_infra.render import names, worker_hash
 from dynamo_infra.render.backends import table as backends
 from dynamo_infra.render.backends.vllm import wait_leader_config_map
 from dynamo_infra.render.checks.name_check import DerivedNameError, rendered_name_problems
+from dynamo_infra.render.collector import without_cycle_collection
 from dynamo_infra.render.components.epp import epp_objects
 from dynamo_infra.render.components.table import dcd_type_problem
 from dynamo_infra.render.context import ComponentContext, GraphContext, component_context
@@ -330,6 +331,7 @@ def keep_running_generation(
     return held if hash_of(held) == running_worker_hash else options
 
 
+@without_cycle_collection
 def render_graph(
     dgd: AnyDGD,
     options: ClusterOptions | None = None,
