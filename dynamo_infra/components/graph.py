@@ -1,4 +1,5 @@
-"""DynamoGraphDeployment and DynamoComponentDeployment as Pulumi ComponentResources."""
+"""DynamoGraphDeployment as a Pulumi ComponentResource; DynamoComponentDeployment, its component's dynamic
+resource."""
 
 from __future__ import annotations
 
@@ -30,7 +31,12 @@ from dynamo_infra.render.runtime.replicas import REPLICAS_AGENT, REPLICAS_GRAPH,
 from dynamo_infra.render.runtime.status import ComponentStatus, graph_status
 
 GRAPH_TYPE = "dynamo-infra:index:DynamoGraphDeployment"
+# The component resource a component's workload was a child of in stacks made before (an alias).
 COMPONENT_TYPE = "dynamo-infra:index:DynamoComponentDeployment"
+# A component's resource: the component's name and this suffix (the name its workload always had).
+WORKLOAD_SUFFIX = "-workload"
+# The type of every Python dynamic resource.
+WORKLOAD_TYPE = "pulumi-python:dynamic:Resource"
 
 
 def observed(target: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -46,6 +52,13 @@ def with_waiting(values: list[Any]) -> dict[str, Any]:
     """A component status, marked while its replicas are held at 0 for its checkpoint."""
     status, waiting = dict(values[0] or {}), bool(values[1])
     return {**status, "waitingForCheckpoint": True} if waiting else status
+
+
+def former_urn(name: str, parent: pulumi.Resource | None) -> pulumi.Output[str]:
+    """The URN component `name`'s resource had as the child of a DynamoComponentDeployment component
+    resource of that name, under the same parent."""
+    component = pulumi.create_urn(name, COMPONENT_TYPE, parent=parent)
+    return pulumi.create_urn(f"{name}{WORKLOAD_SUFFIX}", WORKLOAD_TYPE, parent=component)
 
 
 def objects_of(component: str, rendered: RenderedGraph) -> list[Manifest]:
@@ -76,15 +89,16 @@ class DynamoComponentDeploymentArgs:
     graph_awaits_deletion: bool = False
 
 
-class DynamoComponentDeployment(pulumi.ComponentResource):
-    """One component of a graph: its workload, Service and the rest, reconciled as one unit.
+class DynamoComponentDeployment(ComponentWorkload):
+    """One component of a graph: the dynamic resource that reconciles its workload, Service and the rest
+    as one unit, named `<name>-workload`.
 
     `objects` and `waiting` override the rendering's when they depend on the component's checkpoint
     (rendered again once its readiness is known). `replicas` names the owner of its replicas at run
     time (`render.runtime.replicas`; a scaling adapter or legacy HPA hands them over whatever it says).
+    Stacks made when a component was a component resource holding this one keep its state: the former
+    URN is an alias (`former_urn`), and the component resource leaves the stack.
     """
-
-    status: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self,
@@ -117,9 +131,6 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             },
         )
         rendered, graph, options, objects, waiting = a.rendered, a.graph, a.options, a.objects, a.waiting
-        kubeconfig, context = a.kubeconfig, a.context
-        super().__init__(COMPONENT_TYPE, name, None, opts)
-        self.rendered = rendered
         replicas_external = rendered.scaling_adapter or rendered.autoscaled or a.replicas != REPLICAS_GRAPH
         target = rendered.scale_target
         observe = [observed(target, graph.namespace)] if target else []
@@ -129,10 +140,10 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
             if target and target.get("replicas") is not None
             else {}
         )
-        self.workload = ComponentWorkload(
-            f"{name}-workload",
-            kubeconfig=kubeconfig,
-            context=context,
+        super().__init__(
+            f"{name}{WORKLOAD_SUFFIX}",
+            kubeconfig=a.kubeconfig,
+            context=a.context,
             namespace=graph.namespace,
             graph=graph.name,
             component=rendered.name,
@@ -154,15 +165,17 @@ class DynamoComponentDeployment(pulumi.ComponentResource):
                 "timeoutSeconds": options.await_policy.timeout_seconds,
             },
             graph_awaits_deletion=a.graph_awaits_deletion,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions.merge(
+                opts,
+                pulumi.ResourceOptions(aliases=[former_urn(name, opts.parent if opts else None)]),
+            ),
         )
-        self.status = self.workload.status
+        self.rendered = rendered
+        self.dcd_name = rendered.dcd_name
+        # The resource that holds the component's objects: this one.
+        self.workload: ComponentWorkload = self
         if waiting is not None:
-            self.status = pulumi.Output.all(self.workload.status, waiting).apply(with_waiting)
-        self.taken_over = self.workload.taken_over
-        self.register_outputs(
-            {"dcdName": rendered.dcd_name, "status": self.status, "takenOver": self.taken_over}
-        )
+            self.status = pulumi.Output.all(self.__dict__["status"], waiting).apply(with_waiting)
 
 
 @dataclass(frozen=True)

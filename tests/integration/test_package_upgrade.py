@@ -25,6 +25,7 @@ import yaml
 from pulumi import automation as auto
 
 from dynamo_infra.api.manifest import Manifest
+from dynamo_infra.components.graph import COMPONENT_TYPE
 from dynamo_infra.components.platform_plan import CLUSTER_FIELD_MANAGER, crd_stub, installable
 from dynamo_infra.kube.client import KubeClient
 from tests.conftest import REPO
@@ -205,14 +206,24 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
     lay_graphs(project, old)
     stack = stack_of(project, "upgrade", {})
     ops = preview_ops(stack)
+    former_components = {
+        urn.rsplit("::", 1)[1]: op
+        for urn, op in ops.items()
+        if urn.rsplit("::", 1)[0].endswith(COMPONENT_TYPE)
+    }
     changed = {
         urn.rsplit("::", 1)[1]: op
         for urn, op in ops.items()
-        if op != "same" and "CustomResourceDefinition" not in urn
+        if op != "same"
+        and "CustomResourceDefinition" not in urn
+        and not urn.rsplit("::", 1)[0].endswith(COMPONENT_TYPE)
     }
     # The 1.6.1 graph's record now carries the status the 1.6 planner reads (a record, not a pod); the
     # platform's CRDs are one new resource, and their pulumi-kubernetes resources leave the stack.
     assert changed == {f"{GRAPH_16_NAME}-records": "update", "platform-crds": "create"}, changed
+    # Each component is its own dynamic resource now (the workload, aliased from under its former
+    # component resource: `same`); the component resources leave the stack.
+    assert len(former_components) == 4 and set(former_components.values()) == {"delete"}, former_components
     crd_ops = {urn.rsplit("::", 1)[1]: op for urn, op in ops.items() if "CustomResourceDefinition" in urn}
     assert crd_ops and set(crd_ops.values()) == {"delete"}, crd_ops
     run_up(stack)

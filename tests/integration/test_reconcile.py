@@ -172,8 +172,8 @@ def test_removing_a_component_prunes_only_its_objects(rig: GraphStack) -> None:
     assert rig.kube.get(planner) is not None
     with admission_off(rig.stack):
         result = rig.up()
-    # The component's two resources go, and the graph's admission resource (admission is off).
-    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 3
+    # The component's resource goes, and the graph's admission resource (admission is off).
+    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 2
     assert rig.kube.get(planner) is None
     assert rig.deployment("rec-frontend")["metadata"]["uid"] == frontend_uid
     rig.graph.write_text(GRAPH)

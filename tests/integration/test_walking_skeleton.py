@@ -42,7 +42,7 @@ def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, projec
     by_name = {r["urn"].rsplit("::", 1)[1]: r for r in resources}
     platform = {r["urn"] for r in resources if "dynamo-infra:index:Platform$" in r["urn"]}
     assert platform and platform <= set(by_name["vllm-agg-shared"]["dependencies"])
-    for component in ("vllm-agg-frontend", "vllm-agg-vllmworker"):
+    for component in ("vllm-agg-frontend-workload", "vllm-agg-vllmworker-workload"):
         listed = set(by_name[component]["dependencies"])
         assert by_name["vllm-agg-shared"]["urn"] in listed and not platform & listed, listed
 

@@ -131,3 +131,32 @@ def test_a_graphs_depends_on_goes_to_its_writing_children(mocks: Mocks) -> None:
     # Given as an Output, it stays on the graph.
     kept = pulumi.ResourceOptions(depends_on=pulumi.Output.from_input([first]))
     assert split_depends_on(kept) == (kept, [])
+
+
+@pulumi.runtime.test
+def test_a_component_is_its_own_dynamic_resource_aliased_to_its_former_place(mocks: Mocks, repo: Path) -> Any:
+    from dynamo_infra.components import DynamoGraphDeployment
+
+    graph = DynamoGraphDeployment("g", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
+    worker = graph.components["VllmWorker"]
+    assert isinstance(worker, pulumi.CustomResource) and worker.workload is worker
+    stack = f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
+
+    def check(urns: list[str]) -> None:
+        urn, alias, graph_urn = urns
+        assert (
+            urn
+            == f"{stack}dynamo-infra:index:DynamoGraphDeployment$pulumi-python:dynamic:Resource::g-vllmworker-workload"
+        )
+        # The former URN, built on the graph's own (whatever the engine made of the graph's parents).
+        chain = graph_urn.rsplit("::", 1)[0]
+        assert alias == (
+            f"{chain}$dynamo-infra:index:DynamoComponentDeployment$pulumi-python:dynamic:Resource::g-vllmworker-workload"
+        )
+        types = {r.name: r.typ for r in mocks.resources}
+        assert "dynamo-infra:index:DynamoComponentDeployment" not in types.values()
+        assert types["g-vllmworker-workload"] == "pulumi-python:dynamic:Resource"
+
+    aliases = worker._aliases  # the SDK's collapsed aliases
+    assert len(aliases) == 1
+    return pulumi.Output.all(worker.urn, aliases[0], graph.urn, graph.state).apply(lambda v: check(v[:3]))
