@@ -63,6 +63,7 @@ PLUMBING_INPUTS = frozenset(
         "components",
         "annotations",
         "features",
+        "admission",
         "name",
         "owner",
         "graphAwaitsDeletion",

@@ -13,7 +13,7 @@ import pulumi
 
 from dynamo_infra.api.autoscaling import Autoscaler
 from dynamo_infra.api.manifest import Manifest
-from dynamo_infra.components.admission import GraphAdmission
+from dynamo_infra.components.admission import GraphAdmission, admission_props
 from dynamo_infra.components.args import Kubeconfig, args_of
 from dynamo_infra.components.checkpoint import Checkpoint
 from dynamo_infra.components.graph_plan import GraphPlan, WorkloadPlan, plan_graph
@@ -223,9 +223,9 @@ def split_depends_on(
     """A graph's options without their `depends_on` resources, and those resources.
 
     They must exist before the graph's objects are written, so every child that writes waits for them;
-    the graph's own registration and its admission do not, so the dynamic-provider process starts
-    while they are still being checked (the SDK registers a resource only once what it depends on is
-    done). A `depends_on` given as an Output stays on the graph.
+    the graph's own registration and a `<name>-admission` (a graph without shared objects) do not, so
+    the dynamic-provider process starts while they are still being checked (the SDK registers a
+    resource only once what it depends on is done). A `depends_on` given as an Output stays on the graph.
     """
     if opts is None or opts.depends_on is None:
         return opts, []
@@ -279,12 +279,14 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
     Output `checkpoints`: per component `{checkpointName, checkpointID, identityHash, ready, phase}`.
 
     What it creates is `plan_graph`'s plan (see there), which raises AdmissionDenied for a graph the
-    operator's validating webhook would deny with these options. Its child `<name>-admission` keeps the graph as written, so that a later change the
-    webhook would deny fails the preview; the webhook's warnings are logged.
+    operator's validating webhook would deny with these options. Its `admission` child keeps the graph
+    as written, so that a later change the webhook would deny fails the preview (the webhook's warnings
+    are logged): the shared objects' workload `<name>-shared`, or `<name>-admission` when the graph has
+    no shared objects.
 
     `opts.depends_on` (resources: the platform) is what must exist before the graph's objects are
-    written: every child that writes waits for it; the graph's registration and its admission do not
-    (`split_depends_on`).
+    written: every child that writes waits for it; the graph's registration and a `<name>-admission` do
+    not (`split_depends_on`).
     """
 
     state: pulumi.Output[str]
@@ -340,20 +342,26 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         self._kubeconfig, self._context = args.kubeconfig, args.context
         # The graph rendered again per set of checkpoints whose readiness it depends on.
         self._renders: dict[tuple[str, ...], pulumi.Output[RenderedGraph]] = {}
-        # The graph as written, so its next update is admitted as the operator's webhook would; every
-        # other child waits for it.
-        self.admission = (
-            GraphAdmission(
+        # The graph as written, so its next update is admitted as the operator's webhook would: kept by
+        # its shared objects' workload (one resource fewer to write), else by a resource of its own.
+        # Every other child waits for it.
+        admission = (
+            admission_props(plan.dgd.to_manifest(), plan.options.operator_features) if plan.admitted else None
+        )
+        self.shared: ComponentWorkload | None = (
+            self._workload(plan.shared, list(plan.shared.objects), list(required), admission)
+            if plan.shared
+            else None
+        )
+        self.admission: pulumi.Resource | None = self.shared if admission and self.shared else None
+        if admission and not self.shared:
+            self.admission = GraphAdmission(
                 f"{name}-admission",
                 plan.dgd.to_manifest(),
                 plan.options.operator_features,
                 plan.rendered.namespace,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            if plan.admitted
-            else None
-        )
-        # What every child that writes waits for: the admission, and what the graph depends on.
         admitted: list[pulumi.Resource] = [*([self.admission] if self.admission else []), *required]
         depends: list[pulumi.Resource] = list(admitted)
         self.pvcs = {
@@ -372,10 +380,8 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             for c in plan.claims
         }
         depends.extend(self.pvcs.values())
-        self.shared: ComponentWorkload | None = None
         self.podcliqueset: ComponentWorkload | None = None
-        if plan.shared:
-            self.shared = self._workload(plan.shared, list(plan.shared.objects), admitted)
+        if self.shared and self.shared is not self.admission:
             depends.append(self.shared)
         first = [*self.pvcs.values(), *([self.shared] if self.shared else [])]
         if first and required:
@@ -497,7 +503,11 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
         return self._renders[components]
 
     def _workload(
-        self, workload: WorkloadPlan, objects: pulumi.Input[list[Manifest]], depends: list[pulumi.Resource]
+        self,
+        workload: WorkloadPlan,
+        objects: pulumi.Input[list[Manifest]],
+        depends: list[pulumi.Resource],
+        admission: Manifest | None = None,
     ) -> ComponentWorkload:
         return ComponentWorkload(
             workload.name,
@@ -509,5 +519,6 @@ class DynamoGraphDeployment(pulumi.ComponentResource):
             objects=objects,
             pull_secret_discovery=workload.pull_secret_discovery,
             await_policy=workload.await_policy,
+            admission=admission,
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )

@@ -34,6 +34,8 @@ class ComponentWorkload(TakingOverResource):
     component's replicas in that live DGD record (a new workload of a component the planner scaled).
     `graph_awaits_deletion`: the graph's own workload (`component` ""), which depends on this one, waits
     at destroy for its objects to be gone; this one's delete returns once the API server accepted it.
+    `admission` ({graph, features}: the graph as written, the operator's gates the webhook reads), on a
+    graph's first workload: an update of the graph the webhook would deny fails its check.
     The state keeps `objects` readable as inputs; the output is packed (`reconcile.base.pack`).
     """
 
@@ -57,9 +59,10 @@ class ComponentWorkload(TakingOverResource):
         await_policy: dict[str, Any] | None = None,
         replicas_from: Manifest | None = None,
         graph_awaits_deletion: bool = False,
+        admission: Manifest | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {
+        props: dict[str, Any] = {
             **kubeconfig_props(kubeconfig),
             "context": context or "",
             "namespace": namespace,
@@ -79,4 +82,6 @@ class ComponentWorkload(TakingOverResource):
             "pullSecrets": None,
             "takenOver": None,
         }
+        if admission is not None:
+            props["admission"] = admission
         super().__init__(ComponentWorkloadProvider(), name, props, opts)

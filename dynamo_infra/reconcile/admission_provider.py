@@ -56,30 +56,33 @@ def _typed(manifest: Manifest) -> Resource:
     return doc
 
 
+def review_change(
+    old: Manifest | None, new: Manifest, features: dict[str, bool], namespace: str
+) -> list[CheckFailure]:
+    """What the webhook would deny in the update of graph `old` (as written, None or {} when there was
+    none) to `new`, as check failures; its warnings are logged. A creation or no change is no update:
+    the program's own admission of the graph is the webhook's answer."""
+    if not old or _integers(old) == _integers(new):
+        return []
+    from dynamo_infra.api import DynamoValidationError  # here: an unchanged graph loads no model
+    from dynamo_infra.api.admission import OperatorFeatures, review_update
+
+    try:
+        review = review_update(_typed(old), _typed(new), OperatorFeatures(**features), namespace=namespace)
+    except DynamoValidationError as e:
+        return [CheckFailure(NO_PROPERTY, str(e))]
+    for warning in review.warnings:
+        log(f"admission: {warning}")
+    return [CheckFailure(NO_PROPERTY, str(p)) for p in review.problems]
+
+
 class GraphAdmissionProvider(Provider[AdmissionInputs]):
     inputs = AdmissionInputs
     packed = ("graph",)
 
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         old, new = self.typed(olds), self.typed(news)
-        if not old.graph or _integers(old.to_props()) == _integers(new.to_props()):
-            # A creation or no change: the program's own admission of the graph is the webhook's answer.
-            return CheckResult(news, [])
-        from dynamo_infra.api import DynamoValidationError  # here: an unchanged graph loads no model
-        from dynamo_infra.api.admission import OperatorFeatures, review_update
-
-        try:
-            review = review_update(
-                _typed(old.graph),
-                _typed(new.graph),
-                OperatorFeatures(**new.features),
-                namespace=new.namespace,
-            )
-        except DynamoValidationError as e:
-            return CheckResult(news, [CheckFailure(NO_PROPERTY, str(e))])
-        for warning in review.warnings:
-            log(f"admission: {warning}")
-        return CheckResult(news, [CheckFailure(NO_PROPERTY, str(p)) for p in review.problems])
+        return CheckResult(news, review_change(old.graph, new.graph, new.features, new.namespace))
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         """Never a change: `check` has reviewed the new graph and the graph's object resources show what

@@ -83,6 +83,11 @@ class Inputs:
     undiffed: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
+    def props(cls) -> tuple[str, ...]:
+        """Every input's Pulumi property name, in declaration order."""
+        return tuple(prop_name(f.name) for f in dataclasses.fields(cls))
+
+    @classmethod
     def diffed(cls) -> tuple[str, ...]:
         """The Pulumi property names `diff` compares: every input but `undiffed`, in declaration order."""
         return tuple(prop_name(f.name) for f in dataclasses.fields(cls) if f.name not in cls.undiffed)
@@ -223,9 +228,10 @@ class Provider(ResourceProvider, Generic[InputsT]):
 
     def outputs(self, outs: dict[str, Any]) -> dict[str, Any]:
         """Outputs as the state keeps them: the `packed` properties packed."""
-        return {k: pack(unpack(v)) if k in self.packed else v for k, v in outs.items()}
+        return {k: pack(unpack(v)) if k in self.packed and v is not None else v for k, v in outs.items()}
 
     def read_result(self, id_: str, outs: dict[str, Any]) -> ReadResult:
-        """Outputs as read, with the inputs they imply (so refresh shows drift)."""
-        inputs = {k: unpack(outs[k]) for k in self.inputs.diffed() if k in outs}
+        """Outputs as read, with the inputs they imply (so refresh shows drift, and an undiffed input such
+        as a graph's admission stays for the next `check`)."""
+        inputs = {k: unpack(outs[k]) for k in self.inputs.props() if k in outs}
         return ReadResult(id_, self.outputs(outs), inputs)

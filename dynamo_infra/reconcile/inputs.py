@@ -60,8 +60,11 @@ class WorkloadInputs(Inputs):
     # this one's objects to be gone (`workload.await_graph_deletions`): this delete returns once the API
     # server has accepted it, and a graph's components go in parallel.
     graph_awaits_deletion: bool = False
+    # The graph as written and the operator's gates the webhook reads ({graph, features}), on the graph's
+    # first workload: `check` admits an update of the graph as the validating webhook would.
+    admission: dict[str, Any] | None = None
 
-    undiffed = ("graph_awaits_deletion",)
+    undiffed = ("graph_awaits_deletion", "admission")
 
     @property
     def label(self) -> str:

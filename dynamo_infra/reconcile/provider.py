@@ -7,8 +7,10 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   scale: {observed key: replicas} set through their scale subresource (as the operator does for Grove),
   replicasFrom: {record, component}: the graph's DGD record, whose live replicas of the component a
   new workload with external replicas is created with, graphAwaitsDeletion (not diffed): the graph's
-  own workload waits for this one's objects at destroy, so its delete does not
-Outputs: the inputs (`objects` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
+  own workload waits for this one's objects at destroy, so its delete does not,
+  admission (not diffed, on a graph's first workload): {graph, features}, the graph as written, whose
+  update `check` admits as the operator's validating webhook would (`admission_provider.review_change`)
+Outputs: the inputs (`objects` and `admission` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
 order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
 {} when nothing).
 
@@ -24,6 +26,7 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
+from dynamo_infra.reconcile.admission_provider import review_change
 from dynamo_infra.reconcile.base import Provider, kubeconfig_given
 from dynamo_infra.reconcile.inputs import WorkloadInputs
 
@@ -33,12 +36,12 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
 
     inputs = WorkloadInputs
     calls_module = "dynamo_infra.reconcile.workload_calls"
-    packed = ("objects",)
+    packed = ("objects", "admission")
 
     # --- ResourceProvider -------------------------------------------------------------------------
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = []
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = self.admit(olds, news)
         objects = news.get("objects")
         if isinstance(objects, Unknown):
             pass  # preview: rendered once a checkpoint's readiness is known
@@ -66,6 +69,18 @@ class ComponentWorkloadProvider(Provider[WorkloadInputs]):
         if not kubeconfig_given(news):
             failures.append(CheckFailure("kubeconfig", "a kubeconfig (content or path) is required"))
         return CheckResult(news, failures)
+
+    def admit(self, olds: dict[str, Any], news: dict[str, Any]) -> list[CheckFailure]:
+        """The webhook's denials of the graph's update, when this workload carries its admission."""
+        old, new = olds.get("admission"), news.get("admission")
+        if not isinstance(new, dict) or not isinstance(old, dict):
+            return []
+        return review_change(
+            old.get("graph"),
+            new.get("graph") or {},
+            new.get("features") or {},
+            str(news.get("namespace") or ""),
+        )
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changed = self.changes(olds, news)

@@ -220,7 +220,14 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
     }
     # The 1.6.1 graph's record now carries the status the 1.6 planner reads (a record, not a pod); the
     # platform's CRDs are one new resource, and their pulumi-kubernetes resources leave the stack.
-    assert changed == {f"{GRAPH_16_NAME}-records": "update", "platform-crds": "create"}, changed
+    # Each graph's admission is kept by its shared objects' workload now (a `same`: the graph is no change
+    # to it), and its resource of its own leaves the stack.
+    assert changed == {
+        f"{GRAPH_16_NAME}-records": "update",
+        "platform-crds": "create",
+        "mocker-agg-admission": "delete",
+        f"{GRAPH_16_NAME}-admission": "delete",
+    }, changed
     # Each component is its own dynamic resource now (the workload, aliased from under its former
     # component resource: `same`); the component resources leave the stack.
     assert len(former_components) == 4 and set(former_components.values()) == {"delete"}, former_components
@@ -239,6 +246,12 @@ def test_upgrading_the_package_restarts_nothing_and_moves_the_crds_forward(
         _, held = worker_main(kube, namespace, GRAPH_16_NAME)
         assert {e["name"]: e.get("value") for e in held["env"]}["DYN_HEALTH_CHECK_ENABLED"] == "false"
     assert set(preview_ops(stack).values()) == {"same"}
+    kept = {
+        r["urn"].rsplit("::", 1)[1]: r["inputs"].get("admission", {}).get("graph", {}).get("metadata")
+        for r in stack.export_stack().deployment["resources"]
+        if r["urn"].endswith("-shared")
+    }
+    assert kept == {f"{g}-shared": {"name": g} for g in ("mocker-agg", GRAPH_16_NAME)}, kept
 
     # The graphs' workers change: each worker rolls to a new worker-hash name, with the 1.5 defaults.
     for graph in graphs:

@@ -172,8 +172,10 @@ def test_removing_a_component_prunes_only_its_objects(rig: GraphStack) -> None:
     assert rig.kube.get(planner) is not None
     with admission_off(rig.stack):
         result = rig.up()
-    # The component's resource goes, and the graph's admission resource (admission is off).
-    assert result.summary.resource_changes is not None and result.summary.resource_changes.get("delete") == 2
+    # Only the component's resource goes (the shared objects' workload keeps no admission now: no change;
+    # the records' DGD loses the component: their update).
+    changes = result.summary.resource_changes
+    assert changes is not None and changes.get("delete") == 1 and changes.get("update") == 1, changes
     assert rig.kube.get(planner) is None
     assert rig.deployment("rec-frontend")["metadata"]["uid"] == frontend_uid
     rig.graph.write_text(GRAPH)

@@ -32,11 +32,13 @@ def test_up_preview_edit_destroy(cluster: LocalCluster, kube: KubeClient, projec
     assert not [r["urn"] for r in dynamic if "kubeconfig" in r["inputs"] or "kubeconfig" in r["outputs"]]
     keys = {r["urn"].rsplit("::", 1)[1]: r["inputs"].get("kubeconfigFrom") for r in dynamic}
     readers = {k for k, v in keys.items() if v == "dynamo-infra:graphKubeconfigPath"}
-    # The platform's CRDs (cluster-wide) are applied with the stack's own kubeconfig; admission reads none.
+    # The platform's CRDs (cluster-wide) are applied with the stack's own kubeconfig; the graph's
+    # admission is kept by its shared objects' workload (no resource of its own).
     assert {k: v for k, v in keys.items() if k not in readers} == {
-        "vllm-agg-admission": None,
         "platform-crds": "dynamo-infra:kubeconfigPath",
     }, keys
+    shared = next(r for r in dynamic if r["urn"].endswith("::vllm-agg-shared"))
+    assert shared["inputs"]["admission"]["graph"]["metadata"]["name"] == "vllm-agg"
     # The first writer (the shared objects) waits for the platform; the components wait through it and
     # list it, not every resource of the platform.
     by_name = {r["urn"].rsplit("::", 1)[1]: r for r in resources}

@@ -15,6 +15,7 @@ from dynamo_infra.api import DynamoValidationError, load_yaml
 from dynamo_infra.api.admission import AdmissionDenied, OperatorFeatures
 from dynamo_infra.components import plan_graph
 from dynamo_infra.config import ClusterOptions
+from dynamo_infra.reconcile.admission_provider import features_props
 from dynamo_infra.render.checks.admission import review_graph
 from dynamo_infra.stack_config import StackConfig, StackConfigError
 from tests.conftest import REPO
@@ -164,19 +165,29 @@ def test_a_cluster_without_the_webhook(tmp_path: Path) -> None:
 def test_the_component_keeps_its_graph_for_the_next_update_check(mocks: Mocks, repo: Path) -> None:
     from dynamo_infra.components import DynamoGraphDeployment
 
-    on = DynamoGraphDeployment("on", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns")
+    agg = repo / "examples" / "agg.yaml"
+    on = DynamoGraphDeployment("on", agg, kubeconfig="kc", namespace="ns")
     off_options = ClusterOptions.parse({"admission": {"enabled": False}})
-    off = DynamoGraphDeployment(
-        "off", repo / "examples" / "agg.yaml", kubeconfig="kc", namespace="ns", options=off_options
-    )
+    off = DynamoGraphDeployment("off", agg, kubeconfig="kc", namespace="ns", options=off_options)
+    # Discovery through etcd: the graph has no shared objects, so its admission is a resource of its own.
+    etcd_options = ClusterOptions.parse({"discovery": {"backend": "etcd"}})
+    etcd = DynamoGraphDeployment("etcd", agg, kubeconfig="kc", namespace="ns", options=etcd_options)
+    assert on.admission is on.shared and on.shared is not None
+    assert off.admission is None and off.shared is not None
+    assert etcd.shared is None and etcd.admission is not None
 
     def check(_: Any) -> None:
-        admissions = {r.name: r.inputs for r in mocks.resources if r.name.endswith("-admission")}
-        assert list(admissions) == ["on-admission"]
-        assert admissions["on-admission"]["graph"]["metadata"]["name"] == "vllm-agg"
-        assert admissions["on-admission"]["namespace"] == "ns"
+        inputs = {r.name: r.inputs for r in mocks.resources}
+        assert [n for n in inputs if n.endswith("-admission")] == ["etcd-admission"]
+        assert inputs["etcd-admission"]["graph"]["metadata"]["name"] == "vllm-agg"
+        assert inputs["etcd-admission"]["namespace"] == "ns"
+        kept = inputs["on-shared"]["admission"]
+        assert kept["graph"]["metadata"]["name"] == "vllm-agg"
+        assert kept["features"] == features_props(ClusterOptions().operator_features)
+        assert "admission" not in inputs["off-shared"]
+        assert not [n for n, i in inputs.items() if "admission" in i and n != "on-shared"]
 
-    return pulumi.Output.all(on.state, off.state).apply(check)
+    return pulumi.Output.all(on.state, off.state, etcd.state).apply(check)
 
 
 def test_operator_features_follow_the_cluster_options() -> None:

@@ -1,5 +1,6 @@
-"""The graph admission provider: an update the operator's webhook would deny fails `check` (so the
-preview or `up` stops before anything is written); the first creation and unchanged graphs pass."""
+"""A graph's admission, by its own resource or kept by its shared objects' workload: an update the
+operator's webhook would deny fails `check` (so the preview or `up` stops before anything is written);
+the first creation and unchanged graphs pass."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from dynamo_infra.api.admission import OperatorFeatures
 from dynamo_infra.api.manifest import unpack
 from dynamo_infra.reconcile.admission_provider import GraphAdmissionProvider, features_props
+from dynamo_infra.reconcile.provider import ComponentWorkloadProvider
 from tests.unit.test_admission import documents
 
 
@@ -84,3 +86,59 @@ def test_create_keeps_the_graph_and_names_it() -> None:
         created.id == "ns/u-components"
         and unpack(created.outs["graph"])["metadata"]["name"] == "u-components"
     )
+
+
+def workload(admission: dict[str, Any] | None, **more: Any) -> dict[str, Any]:
+    """A graph's shared workload's inputs, keeping the graph's admission when given."""
+    props: dict[str, Any] = {
+        "kubeconfig": "kc",
+        "namespace": "ns",
+        "graph": "g",
+        "component": "",
+        "objects": {
+            "v1/ServiceAccount/ns/g-sa": {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "g-sa"},
+            }
+        },
+        **more,
+    }
+    if admission is not None:
+        props["admission"] = {"graph": admission["graph"], "features": admission["features"]}
+    return props
+
+
+def test_a_workload_keeping_the_admission_fails_the_check_of_a_denied_update() -> None:
+    provider = ComponentWorkloadProvider()
+    old, new = workload(props("u-components", "old")), workload(props("u-components"))
+    (failure,) = provider.check(old, new).failures
+    assert "component topology is immutable" in failure.reason
+    assert provider.check(new, new).failures == []
+    # Pulumi's floats read as integers, as in the graph's own admission resource.
+    adapter_old, adapter_new = workload(props("u-adapter", "old")), workload(props("u-adapter"))
+    (adapter,) = provider.check(as_pulumi_numbers(adapter_old), as_pulumi_numbers(adapter_new)).failures
+    assert "scaling adapter is enabled" in adapter.reason
+
+
+def test_a_workload_reviews_nothing_without_an_admission_on_both_sides() -> None:
+    """A creation, a stack made before the workload kept the admission, a graph not admitted."""
+    provider = ComponentWorkloadProvider()
+    denied = workload(props("u-components"))
+    assert provider.check({}, denied).failures == []
+    assert provider.check(workload(None), denied).failures == []
+    assert provider.check(workload(props("u-components", "old")), workload(None)).failures == []
+
+
+def test_the_admission_of_a_workload_is_no_change_and_survives_a_refresh() -> None:
+    provider = ComponentWorkloadProvider()
+    old, new = workload(props("u-components", "old")), workload(props("u-components"))
+    assert not provider.diff("id", provider.outputs(old), new).changes
+    outs = provider.outputs(new)
+    assert isinstance(outs["admission"], str) and unpack(outs["admission"]) == new["admission"]
+    assert "admission" not in provider.outputs(workload(None))
+    refreshed = provider.read_result("id", outs)
+    assert refreshed.inputs is not None and refreshed.inputs["admission"] == new["admission"]
+    assert provider.check(refreshed.inputs, new).failures == []
+    (failure,) = provider.check(provider.read_result("id", provider.outputs(old)).inputs or {}, new).failures
+    assert "component topology is immutable" in failure.reason

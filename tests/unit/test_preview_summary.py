@@ -127,15 +127,20 @@ def test_components_added_and_removed_and_plumbing_ignored() -> None:
         "update",
         "g-worker-workload",
         WORKLOAD,
-        workload_inputs("g", "W"),
-        {**workload_inputs("g", "W"), "__provider": "other", "kubeconfigFrom": "dynamo-infra:kubeconfigPath"},
+        {**workload_inputs("g", "W"), "admission": {"graph": {"spec": {"replicas": 1}}, "features": {}}},
+        {
+            **workload_inputs("g", "W"),
+            "__provider": "other",
+            "kubeconfigFrom": "dynamo-infra:kubeconfigPath",
+            "admission": {"graph": {"spec": {"replicas": 2}}, "features": {}},
+        },
     )
     s = summarize(preview(added, removed, component, plumbing))
     assert [(c.name, c.op) for c in s.graphs[0].components] == [("New", "added"), ("Old", "removed")]
     text = comment(s)
     assert "0 objects updated, 1 created, 1 deleted" in text
     assert "`spec.replicas`: added `1`" in text and "its pods are deleted" in text
-    assert "__provider" not in text and "kubeconfig" not in text
+    assert "__provider" not in text and "kubeconfig" not in text and "admission" not in text
 
 
 def secret(data: dict[str, str]) -> dict[str, Any]:
