@@ -9,7 +9,7 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   new workload with external replicas is created with, graphAwaitsDeletion (not diffed): the graph's
   own workload waits for this one's objects at destroy, so its delete does not,
   admission (not diffed, on a graph's first workload): {graph, features}, the graph as written, whose
-  update `check` admits as the operator's validating webhook would (`admission_provider.review_change`)
+  update `check` admits as the operator's validating webhook would (`reconcile.review`)
 Outputs: the inputs (`objects` and `admission` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
 order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
 {} when nothing).
@@ -26,9 +26,9 @@ from typing import Any
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.output import Unknown
 
-from dynamo_infra.reconcile.admission_provider import review_change
 from dynamo_infra.reconcile.base import Provider, kubeconfig_given
 from dynamo_infra.reconcile.inputs import WorkloadInputs
+from dynamo_infra.reconcile.review import review_change
 
 
 class ComponentWorkloadProvider(Provider[WorkloadInputs]):

@@ -69,6 +69,24 @@ def test_a_provider_module_and_its_check_and_diff_load_nothing_heavy(module: str
     assert out.strip() == "[]"
 
 
+def test_a_workload_keeping_an_unchanged_admission_checks_without_loading_the_models() -> None:
+    """A no-op run: the graph's shared workload compares the graph as written, unchanged."""
+    code = (
+        "import sys, pulumi.dynamic; before = set(sys.modules); "
+        "from dynamo_infra.reconcile.provider import ComponentWorkloadProvider as P; "
+        "graph = {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'DynamoGraphDeployment', "
+        "'metadata': {'name': 'g'}, 'spec': {'services': {'W': {'replicas': 1}}}}; "
+        "olds = {'kubeconfig': 'k', 'namespace': 'n', 'objects': {}, "
+        "'admission': {'graph': graph, 'features': {}}}; "
+        "news = {**olds, 'admission': {'graph': {**graph, 'spec': {'services': {'W': {'replicas': 1.0}}}}, "
+        "'features': {}}}; "
+        "assert P().check(olds, news).failures == []; "
+        f"print(sorted(x for x in set(sys.modules) - before if x.startswith({HEAVY!r})))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize("cls", list(STORED), ids=lambda c: c.__name__)
 def test_stored_providers_load_and_serialize_the_same(cls: type) -> None:
     assert serialize_provider(cls()) == STORED[cls]
