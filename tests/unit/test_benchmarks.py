@@ -8,6 +8,7 @@ import math
 import pytest
 
 from benchmarks.__main__ import SECTIONS, select
+from benchmarks.ab_bench import order, report
 from benchmarks.common import Figure, format_value, table
 from benchmarks.render_bench import parse_importtime, top_imports
 from benchmarks.requests_bench import reads_writes, tally
@@ -89,3 +90,20 @@ def test_requests_by_client_reads_and_writes() -> None:
     assert by_client["dynamo-infra"] == {"get deployments": 1, "patch deployments": 1}
     assert by_client["pulumi-kubernetes"] == {"patch dgd/status": 1}
     assert reads_writes(by_client) == (1, 2)
+
+
+def test_ab_rounds_alternate_the_order() -> None:
+    assert order(["a", "b"], 3) == ["a", "b", "b", "a", "a", "b"]
+    assert order(["a", "b"], 0) == []
+
+
+def test_ab_report_lists_every_round_and_the_median() -> None:
+    def run(up: float, destroy: float) -> dict[str, float]:
+        return {"first up": up, "destroy": destroy, "state bytes": 2.5e6}
+
+    text = report(["a" * 40, "b" * 40], {"a" * 40: [run(3, 1), run(1, 2)], "b" * 40: [run(2, 2), run(4, 4)]})
+    lines = text.splitlines()
+    assert lines[0] == "| | aaaaaaaa | bbbbbbbb |"
+    assert lines[2] == "| first up | 3.0, 1.0 (median 2.0) s | 2.0, 4.0 (median 3.0) s |"
+    assert lines[3] == "| destroy | 1.0, 2.0 (median 1.5) s | 2.0, 4.0 (median 3.0) s |"
+    assert lines[4] == "| state after `up` | 2.50 MB | 2.50 MB |"
