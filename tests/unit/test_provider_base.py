@@ -53,38 +53,48 @@ PROVIDER_MODULES = (
 )
 
 
+def heavy_modules_loaded_by(statements: str) -> str:
+    """The HEAVY modules a fresh interpreter loads running `statements` after `pulumi.dynamic`."""
+    code = (
+        "import sys, pulumi.dynamic; before = set(sys.modules); "
+        + statements
+        + f"print(sorted(x for x in set(sys.modules) - before if x.startswith({HEAVY!r})))"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 @pytest.mark.parametrize("module", PROVIDER_MODULES)
 def test_a_provider_module_and_its_check_and_diff_load_nothing_heavy(module: str) -> None:
     """Every preview starts a provider process that imports the module, then checks and diffs."""
-    code = (
-        "import sys, pulumi.dynamic; before = set(sys.modules); "
-        f"import dynamo_infra.reconcile.{module} as m; "
-        "p = next(v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__ "
-        "and issubclass(v, pulumi.dynamic.ResourceProvider))(); "
-        "olds = {'kubeconfig': 'k', 'namespace': 'n', 'name': 'c', 'phase': 'Ready', 'ready': True}; "
-        "p.check(olds, olds); p.diff('id', olds, {**olds, 'namespace': 'm'}); "
-        f"print(sorted(x for x in set(sys.modules) - before if x.startswith({HEAVY!r})))"
+    assert (
+        heavy_modules_loaded_by(
+            f"import dynamo_infra.reconcile.{module} as m; "
+            "p = next(v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__ "
+            "and issubclass(v, pulumi.dynamic.ResourceProvider))(); "
+            "olds = {'kubeconfig': 'k', 'namespace': 'n', 'name': 'c', 'phase': 'Ready', 'ready': True}; "
+            "p.check(olds, olds); p.diff('id', olds, {**olds, 'namespace': 'm'}); "
+        )
+        == "[]"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.strip() == "[]"
 
 
 def test_a_workload_keeping_an_unchanged_admission_checks_without_loading_the_models() -> None:
     """A no-op run: the graph's shared workload compares the graph as written, unchanged."""
-    code = (
-        "import sys, pulumi.dynamic; before = set(sys.modules); "
-        "from dynamo_infra.reconcile.provider import ComponentWorkloadProvider as P; "
-        "graph = {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'DynamoGraphDeployment', "
-        "'metadata': {'name': 'g'}, 'spec': {'services': {'W': {'replicas': 1}}}}; "
-        "olds = {'kubeconfig': 'k', 'namespace': 'n', 'objects': {}, "
-        "'admission': {'graph': graph, 'features': {}}}; "
-        "news = {**olds, 'admission': {'graph': {**graph, 'spec': {'services': {'W': {'replicas': 1.0}}}}, "
-        "'features': {}}}; "
-        "assert P().check(olds, news).failures == []; "
-        f"print(sorted(x for x in set(sys.modules) - before if x.startswith({HEAVY!r})))"
+    assert (
+        heavy_modules_loaded_by(
+            "from dynamo_infra.reconcile.provider import ComponentWorkloadProvider as P; "
+            "graph = {'apiVersion': 'nvidia.com/v1alpha1', 'kind': 'DynamoGraphDeployment', "
+            "'metadata': {'name': 'g'}, 'spec': {'services': {'W': {'replicas': 1}}}}; "
+            "olds = {'kubeconfig': 'k', 'namespace': 'n', 'objects': {}, "
+            "'admission': {'graph': graph, 'features': {}}}; "
+            "news = {**olds, 'admission': {'graph': {**graph, 'spec': {'services': {'W': {'replicas': 1.0}}}}, "
+            "'features': {}}}; "
+            "assert P().check(olds, news).failures == []; "
+        )
+        == "[]"
     )
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
-    assert out.strip() == "[]"
 
 
 @pytest.mark.parametrize("cls", list(STORED), ids=lambda c: c.__name__)
