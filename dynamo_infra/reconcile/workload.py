@@ -169,14 +169,19 @@ def read_live(client: KubeClient, keys: list[str], known: dict[str, Manifest]) -
 
 
 def await_ready(
-    client: KubeClient, objects: dict[str, Manifest], timeout: float, label: str
+    client: KubeClient,
+    objects: dict[str, Manifest],
+    timeout: float,
+    label: str,
+    seen: dict[str, Manifest | None] | None = None,
 ) -> ComponentStatus:
     """Wait until every object is ready; raise AwaitTimeout naming what is not.
 
+    `seen`: every object as last read (what the apply returned), so the first look makes no request.
     Between looks the client watches the first object that is not ready (the component cannot be
     ready before it changes), where it may watch; otherwise it looks again every POLL_INTERVAL_S.
     """
-    live = read_live(client, list(objects), objects)
+    live = {k: seen[k] for k in objects} if seen is not None else read_live(client, list(objects), objects)
 
     def fetch() -> ComponentStatus:
         nonlocal live

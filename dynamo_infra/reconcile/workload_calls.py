@@ -95,11 +95,15 @@ def reconcile(
             scale_observed(client, {k: (observe[k], int(r)) for k, r in scale.items()}, log)
         # Objects another controller creates for us (Grove's PodCliques) count for readiness too.
         watched = {**ordered, **observe}
+        # Each applied object as the apply returned it (stored, status included): only the observed
+        # ones are read.
+        live = {**read_live(client, list(observe), observe), **stored}
+        seen = {k: live[k] for k in watched}
         awaiting = ins.await_ or {}
         if await_skipped(awaiting):
-            status = observed_status(read_live(client, list(watched), watched)).to_dict()
+            status = observed_status(seen).to_dict()
         else:
-            status = await_ready(client, watched, await_timeout(awaiting), ins.label).to_dict()
+            status = await_ready(client, watched, await_timeout(awaiting), ins.label, seen).to_dict()
     return {
         **props,
         "inventory": order,

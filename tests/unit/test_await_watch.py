@@ -22,8 +22,10 @@ class Cluster:
         self.live: dict[str, Manifest] = {object_key(SERVICE): SERVICE}
         self.may_watch = may_watch
         self.waits: list[tuple[str, float]] = []
+        self.gets = 0
 
     def get(self, obj: Manifest) -> Manifest | None:
+        self.gets += 1
         return self.live.get(object_key(obj))
 
     def watches(self, obj: Manifest) -> bool:
@@ -64,3 +66,14 @@ def test_without_watches_the_await_polls_every_interval(monkeypatch: pytest.Monk
     monkeypatch.setattr(workload.time, "sleep", sleep)
     status = workload.await_ready(cluster, objects(), 600, "c")  # type: ignore[arg-type]
     assert status.ready and slept == [base.POLL_INTERVAL_S] and cluster.waits == []
+
+
+def test_objects_seen_by_the_apply_are_not_read_again_at_the_first_look() -> None:
+    cluster = Cluster(may_watch=True)
+    seen: dict[str, Manifest | None] = {object_key(SERVICE): SERVICE, object_key(CONFIGMAP): CONFIGMAP}
+    status = workload.await_ready(cluster, objects(), 600, "c", seen)  # type: ignore[arg-type]
+    assert status.ready and cluster.gets == 0 and cluster.waits == []
+    # One not ready as seen: watched, then every object looked at again.
+    seen[object_key(CONFIGMAP)] = None
+    assert workload.await_ready(cluster, objects(), 600, "c", seen).ready  # type: ignore[arg-type]
+    assert cluster.gets == 2 and [k for k, _ in cluster.waits] == [object_key(CONFIGMAP)]
