@@ -30,5 +30,5 @@ class GraphAdmission(Resource):
         namespace: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        props = {"graph": graph, "features": features_props(features), "namespace": namespace}
+        props = {**admission_props(graph, features), "namespace": namespace}
         super().__init__(GraphAdmissionProvider(), name, props, opts)

@@ -1,9 +1,9 @@
 """Dynamic provider that holds a graph as the user wrote it, so an update can be admitted as the
 operator's validating webhook admits one: `check` compares the graph in the stack's state with the
-new one (`reconcile.review`, `api.admission.review_update`: immutable fields, scaling-adapter replicas, runtime version)
-and fails the preview or `up` before any object is written (an unchanged graph, as on every no-op
-run, is no update: the program admits the graph as written on every run). It touches no cluster, and
-never shows as a change itself.
+new one (`reconcile.review`: immutable fields, scaling-adapter replicas, runtime version) and fails
+the preview or `up` before any object is written (an unchanged graph, as on every no-op run, is no
+update: the program admits the graph as written on every run). It touches no cluster, and never
+shows as a change itself. A graph with shared objects has none: their workload keeps its admission.
 
 Inputs: graph (the DGD manifest), features (the operator's gates the webhook reads), namespace.
 Outputs: the inputs, `graph` packed (`reconcile.base.pack`).

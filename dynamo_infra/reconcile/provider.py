@@ -10,8 +10,8 @@ Inputs (all plain data, so `pulumi preview --diff` shows per-object, per-field c
   own workload waits for this one's objects at destroy, so its delete does not,
   admission (not diffed, on a graph's first workload): {graph, features}, the graph as written, whose
   update `check` admits as the operator's validating webhook would (`reconcile.review`)
-Outputs: the inputs (`objects` and `admission` packed: `reconcile.base.pack`) plus `inventory` (keys applied, in
-order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
+Outputs: the inputs (`objects` and `admission` packed: `reconcile.base.pack`) plus `inventory` (keys
+applied, in order), `status` and `takenOver` (what was taken over from the Dynamo operator, kept across updates;
 {} when nothing).
 
 Check and Diff need only the inputs; what writes, deletes and reads is in `workload_calls`, imported
