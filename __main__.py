@@ -13,6 +13,7 @@ from dynamo_infra.components import (
     Platform,
     PlatformArgs,
     StackKubeconfig,
+    linear_output_wait,
     read_mpi_ssh_secret,
     read_ownership,
     trim_stack_traces,
@@ -33,6 +34,8 @@ def fail(message: str) -> NoReturn:
 
 # Each resource's state keeps the frames of this package and the program line, not the interpreter's.
 trim_stack_traces()
+# The program's end-of-run wait for its outputs takes time linear in their number (the SDK's: quadratic).
+linear_output_wait()
 
 
 try:

@@ -10,6 +10,7 @@ from dynamo_infra.components.graph import (
 )
 from dynamo_infra.components.graph_plan import GraphPlan, plan_graph
 from dynamo_infra.components.neighbours import read_neighbours, read_running_worker_hashes
+from dynamo_infra.components.output_wait import linear_output_wait
 from dynamo_infra.components.platform import Platform, read_mpi_ssh_secret, read_ownership
 from dynamo_infra.components.platform_plan import Ownership, PlatformArgs, PlatformPlan, plan_platform
 from dynamo_infra.components.pvc import PersistentVolumeClaim, PersistentVolumeClaimArgs
@@ -36,6 +37,7 @@ __all__ = [
     "ScalingAdapter",
     "ScalingAdapterArgs",
     "StackKubeconfig",
+    "linear_output_wait",
     "load_graph",
     "plan_graph",
     "plan_platform",
