@@ -1,8 +1,10 @@
 """Stacks of many graphs (10, 50, 100 tiny 2-component mocker graphs, distinct names, one namespace,
 `await: {mode: skip}`) on the local control plane: `preview`, first `up`, no-op `up`, an `up` changing
 one graph (a replica bump), `destroy`; a fit of time against graphs (linear, and a quadratic term);
-the effect of `--parallel`; the state's size per graph and the serialized dynamic provider's size per
-resource. Figures on a shared machine are upper bounds.
+the effect of `--parallel`; the CPU seconds of each kind of process (the CLI, the program, the dynamic
+providers, the control plane) during the largest stack's first `up` (`benchmarks.cpu`); the state's
+size per graph and the serialized dynamic provider's size per resource. Figures on a shared machine
+are upper bounds.
 
     . tools/env.sh && python -m benchmarks.fleet_bench [--quick]
 """
@@ -24,6 +26,7 @@ from pulumi import automation as auto
 
 from benchmarks import harness
 from benchmarks.common import Figure, figure_name, table
+from benchmarks.cpu import CpuSampler
 from benchmarks.requests_bench import reads_writes, tally
 from tools.localcluster import LocalCluster
 
@@ -120,7 +123,7 @@ def fleet_stack(root: Path, cluster: LocalCluster, name: str, graphs: list[Path]
 
 
 def run_size(
-    root: Path, cluster: LocalCluster, count: int, parallel: bool
+    root: Path, cluster: LocalCluster, count: int, parallel: bool, sample_cpu: bool = False
 ) -> tuple[dict[str, float], dict[str, Any]]:
     graphs = graph_files(root / f"graphs-{count}", count)
     s = fleet_stack(root, cluster, f"fleet{count}", graphs)
@@ -128,7 +131,10 @@ def run_size(
     info: dict[str, Any] = {}
     q = harness.QUIET
     times["preview"] = harness.timed(lambda: s.preview(**q))
-    times["first up"] = harness.timed(lambda: s.up(**q))
+    with CpuSampler() if sample_cpu else contextlib.nullcontext() as cpu:
+        times["first up"] = harness.timed(lambda: s.up(**q))
+    if cpu is not None:
+        info["first up cpu"] = cpu.by_kind()
     before = len(cluster.audit_events())
     times["no-op up"] = harness.timed(lambda: s.up(**q))
     events = cluster.audit_events()[before:]
@@ -212,7 +218,9 @@ def measure(sizes: list[int]) -> list[Figure]:
         harness.offline_pulumi(root)
         with harness.local_cluster(root) as cluster:
             for n in sizes:
-                results[n] = run_size(root, cluster, n, parallel=n == PARALLEL_SIZE)
+                results[n] = run_size(
+                    root, cluster, n, parallel=n == PARALLEL_SIZE, sample_cpu=n == max(sizes)
+                )
                 times, info = results[n]
                 for step in [*STEPS, *(f"{u} skip checkpoints" for u in UNCHECKPOINTED_STEPS)]:
                     out.append(
@@ -263,6 +271,8 @@ def measure(sizes: list[int]) -> list[Figure]:
                             },
                         )
                     )
+                for kind, seconds in (info.get("first up cpu") or {}).items():
+                    out.append(Figure(figure_name("fleet", n, "first_up_cpu", kind), seconds, "s"))
                 for p, t in (info.get("parallel") or {}).items():
                     out.append(
                         Figure(figure_name("fleet", n, f"preview_parallel_{p or 'default'}_s"), t, "s")

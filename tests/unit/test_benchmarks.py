@@ -4,12 +4,14 @@ parsers of `-X importtime` output and audit events."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
 from benchmarks.__main__ import SECTIONS, select
 from benchmarks.ab_bench import order, report
 from benchmarks.common import Figure, format_value, table
+from benchmarks.cpu import CLOCK_TICKS, Sample, cpu_by_kind, kind_of, merge, read_all, read_process
 from benchmarks.render_bench import parse_importtime, top_imports
 from benchmarks.requests_bench import reads_writes, tally
 
@@ -107,3 +109,39 @@ def test_ab_report_lists_every_round_and_the_median() -> None:
     assert lines[2] == "| first up | 3.0, 1.0 (median 2.0) s | 2.0, 4.0 (median 3.0) s |"
     assert lines[3] == "| destroy | 1.0, 2.0 (median 1.5) s | 2.0, 4.0 (median 3.0) s |"
     assert lines[4] == "| state after `up` | 2.50 MB | 2.50 MB |"
+
+
+def test_cpu_kinds_by_arguments_then_executable() -> None:
+    assert (
+        kind_of(("/venv/bin/python", "-u", "/bin/pulumi-language-python-exec", "--engine", "x")) == "program"
+    )
+    assert kind_of(("/venv/bin/python", "-u", "-m", "pulumi.dynamic", "127.0.0.1:1")) == "dynamic provider"
+    assert kind_of(("/tools/bin/pulumi", "up", "--yes")) == "pulumi"
+    assert kind_of(("/tools/bin/pulumi-resource-kubernetes", "127.0.0.1:1")) == "pulumi-kubernetes"
+    assert kind_of(("/tools/bin/kube-apiserver", "--etcd-servers=x")) == "kube-apiserver"
+    assert kind_of(("/tools/bin/etcd",)) == "etcd"
+    assert kind_of(("/usr/bin/bash", "-c", "pulumi")) == "other"
+    assert kind_of(()) == "other"
+
+
+def test_cpu_spent_between_readings_by_kind(tmp_path: Path) -> None:
+    cli, program = ("/bin/pulumi", "up"), ("python", "pulumi-language-python-exec")
+    before = {1: Sample(("/bin/etcd",), 10.0), 2: Sample(cli, 5.0)}
+    seen: dict[int, Sample] = {}
+    merge(seen, 1, Sample(("/bin/etcd",), 12.5))
+    merge(seen, 3, Sample(program, 4.0))
+    # An exited process is read as a zombie (no arguments) with its final CPU: it keeps its kind.
+    merge(seen, 3, Sample((), 6.0))
+    # Pid 2 now belongs to another process: its CPU counts from zero.
+    merge(seen, 2, Sample(("/bin/kube-apiserver",), 1.5))
+    assert cpu_by_kind(before, seen) == {"program": 6.0, "etcd": 2.5, "kube-apiserver": 1.5}
+    # /proc as Linux lays it out: utime and stime after the command name in parentheses.
+    proc = tmp_path / "proc"
+    (proc / "42").mkdir(parents=True)
+    (proc / "42" / "stat").write_text(
+        "42 (pulumi (x)) S " + " ".join(["0"] * 10) + f" {CLOCK_TICKS * 3} {CLOCK_TICKS}"
+    )
+    (proc / "42" / "cmdline").write_bytes(b"/bin/pulumi\0up\0")
+    assert read_process(42, proc) == Sample(("/bin/pulumi", "up"), 4.0)
+    assert read_process(43, proc) is None
+    assert read_all(proc) == {42: Sample(("/bin/pulumi", "up"), 4.0)}
