@@ -11,6 +11,7 @@ import pytest
 from benchmarks.__main__ import SECTIONS, select
 from benchmarks.ab_bench import order, report
 from benchmarks.common import Figure, format_value, table
+from benchmarks.compare import change, markdown, rows
 from benchmarks.cpu import CLOCK_TICKS, Sample, cpu_by_kind, kind_of, merge, read_all, read_process
 from benchmarks.render_bench import parse_importtime, top_imports
 from benchmarks.requests_bench import reads_writes, tally
@@ -145,3 +146,51 @@ def test_cpu_spent_between_readings_by_kind(tmp_path: Path) -> None:
     assert read_process(42, proc) == Sample(("/bin/pulumi", "up"), 4.0)
     assert read_process(43, proc) is None
     assert read_all(proc) == {42: Sample(("/bin/pulumi", "up"), 4.0)}
+
+
+def _report(load: float, *figs: Figure) -> dict[str, object]:
+    return {
+        "machine": {"cores": 2, "load_average": [load, 0.5, 0.25]},
+        "toolchain": {"pulumi_cli": "v3.260.0", "pulumi_sdk": "3.260.0"},
+        "sections": {"fleet": {"figures": [f.to_json() for f in figs]}},
+    }
+
+
+def test_compare_change_is_relative_to_before() -> None:
+    assert change(80.0, 60.0) == "-25%"
+    assert change(2.0, 3.0) == "+50%"
+    assert change(0.5, 0.5) == "="
+    assert change(None, 1.0) == "—"
+    assert change(0.0, 1.0) == "—"
+    assert change(-0.08, 0.04) == "+150%"
+
+
+def test_compare_rows_join_both_reports_in_the_after_order() -> None:
+    before = _report(
+        0.1,
+        Figure("fleet.100.first_up_s", 298.0, "s", target=90),
+        Figure("fleet.gone", 1.0, "s"),
+        Figure("apply.up.ours_per_configgroup", 1.2, "ratio", target=0.9),
+    )
+    after = _report(
+        1.5,
+        Figure("apply.up.ours_per_configgroup", 1.37, "ratio", target=0.9),
+        Figure("fleet.100.first_up_s", 80.2, "s", target=90),
+        Figure("fleet.new", float("nan"), "s"),
+    )
+    assert rows(before, after) == [
+        ["`apply.up.ours_per_configgroup`", "ratio", "≤ 0.9", "1.2", "1.37", "+14%", "NO"],
+        ["`fleet.100.first_up_s`", "s", "≤ 90", "298", "80.2", "-73%", "yes"],
+        ["`fleet.new`", "s", "", "—", "—", "—", ""],
+        ["`fleet.gone`", "s", "", "1", "—", "—", ""],
+    ]
+    assert [r[0] for r in rows(before, after, ["fleet.100"])] == ["`fleet.100.first_up_s`"]
+    text = markdown(before, after, ("4edcc7e", "f32cd27"), ["apply"]).splitlines()
+    assert (
+        text[0]
+        == "- 4edcc7e: 2 cores, load average at start 0.10 / 0.50 / 0.25; Pulumi v3.260.0, SDK 3.260.0"
+    )
+    assert text[1].startswith("- f32cd27: 2 cores, load average at start 1.50 ")
+    assert text[3] == "| figure | unit | target | 4edcc7e | f32cd27 | change | met? |"
+    assert text[5] == "| `apply.up.ours_per_configgroup` | ratio | ≤ 0.9 | 1.2 | 1.37 | +14% | NO |"
+    assert len(text) == 6
