@@ -80,8 +80,8 @@ if config.get("file"):
     ConfigGroup("bench", files=[config.require("file")], opts=pulumi.ResourceOptions(provider=provider))
 """,
 }
-# Target: our `up`, no-op `up` and `preview` faster than a ConfigGroup of the same objects.
-CONFIGGROUP_RATIO_TARGET = 1.0
+# Target (issue 29): our `up`, no-op `up` and `preview` at most 0.9 of a ConfigGroup of the same objects.
+CONFIGGROUP_RATIO_TARGET = 0.9
 # Name of the engine's floor (a Pulumi program of one provider and no objects).
 FLOOR = "pulumi engine floor (provider only)"
 # Steps timed for each applier, in the order they run.

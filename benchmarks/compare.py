@@ -38,15 +38,16 @@ def _value(figure: dict[str, Any] | None) -> float | None:
     return float(figure["value"])
 
 
-def change(before: float | None, after: float | None) -> str:
-    """After relative to before (`-13%`), `=` when equal, `—` when either is missing or before is 0."""
+def change(before: float | None, after: float | None, unit: str = "") -> str:
+    """After against before: relative (`-13%`) when both are positive, else (and for a `fraction`, whose
+    relative change says little) their difference (`-0.27`); `=` when equal, `—` when either is missing."""
     if before is None or after is None:
         return ABSENT
     if after == before:
         return "="
-    if before == 0:
-        return ABSENT
-    return f"{(after - before) / abs(before) * 100:+.0f}%"
+    if unit == "fraction" or before <= 0 or after < 0:
+        return f"{after - before:+.2g}"
+    return f"{(after - before) / before * 100:+.0f}%"
 
 
 def _target(figure: dict[str, Any]) -> str:
@@ -83,7 +84,7 @@ def rows(before: dict[str, Any], after: dict[str, Any], only: list[str] | None =
                 _target(either),
                 _cell(_value(a)),
                 _cell(_value(b)),
-                change(_value(a), _value(b)),
+                change(_value(a), _value(b), str(either.get("unit", ""))),
                 _met(b),
             ]
         )

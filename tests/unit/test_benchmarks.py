@@ -161,8 +161,9 @@ def test_compare_change_is_relative_to_before() -> None:
     assert change(2.0, 3.0) == "+50%"
     assert change(0.5, 0.5) == "="
     assert change(None, 1.0) == "—"
-    assert change(0.0, 1.0) == "—"
-    assert change(-0.08, 0.04) == "+150%"
+    assert change(0.0, 1.0) == "+1"
+    assert change(-0.08, 0.04) == "+0.12"
+    assert change(0.613, 0.345, "fraction") == "-0.27"
 
 
 def test_compare_rows_join_both_reports_in_the_after_order() -> None:
