@@ -16,20 +16,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.common import memory_mib
 from dynamo_infra.kube import connection
 from dynamo_infra.kube.client import KubeClient
 from tests.integration.test_agent import Rig, set_up, start_agent, wait_for
 from tools.localcluster import LocalCluster
-
-
-def memory(pid: int) -> dict[str, float]:
-    """VmRSS and VmHWM (peak) of a process, in MiB."""
-    out = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "VmHWM"):
-            out[key] = int(value.split()[0]) / 1024
-    return out
 
 
 def main() -> int:
@@ -58,7 +49,7 @@ def main() -> int:
                 rig.scale_adapter(replicas)
                 wait_for(f"replicas {replicas}", lambda r=replicas: rig.replicas("Worker") == r, agent=agent)
                 latencies.append(time.monotonic() - t0)
-            mem = memory(agent.proc.pid)
+            mem = memory_mib(agent.proc.pid)
             agent.stop()
         finally:
             cluster.stop()

@@ -81,6 +81,17 @@ def table(figures: list[Figure]) -> str:
     return "\n".join(lines)
 
 
+def memory_mib(pid: int | str = "self") -> dict[str, float]:
+    """VmRSS and VmHWM (its peak) of a process, in MiB, from /proc. Unlike getrusage's ru_maxrss, which
+    a child keeps from the process it was forked from, VmHWM counts only the program it runs now."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    return out
+
+
 def local_stack(root: Path, cluster: LocalCluster, name: str, graph: Path, namespace: str) -> auto.Stack:
     """A stack of a copy of the program (file backend in `root`) deploying `graph` to `cluster`."""
     from pulumi import automation as auto

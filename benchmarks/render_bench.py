@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
 import statistics
@@ -22,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import REPO, Figure
+from benchmarks.common import REPO, Figure, memory_mib
 
 CORPUS = REPO / "tests" / "data" / "corpus" / "graphs"
 # Timed passes over the corpus (after one warm-up pass); quick runs do fewer.
@@ -144,7 +143,7 @@ def fleet_child(folder: Path) -> dict[str, Any]:
     from dynamo_infra.render import render_graph
 
     paths = sorted(folder.glob("*.yaml"))
-    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_before = memory_mib()["VmHWM"]
     t0 = time.perf_counter()
     graphs = [g for p in paths for g in load_yaml(p).graphs]
     t1 = time.perf_counter()
@@ -156,8 +155,8 @@ def fleet_child(folder: Path) -> dict[str, Any]:
         "objects": sum(len(r.all_objects()) for r in rendered),
         "load_s": t1 - t0,
         "render_s": t2 - t1,
-        "rss_after_imports_mib": rss_before / 1024,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_after_imports_mib": rss_before,
+        "peak_rss_mib": memory_mib()["VmHWM"],
     }
 
 

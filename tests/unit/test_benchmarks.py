@@ -4,13 +4,15 @@ parsers of `-X importtime` output and audit events."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks.__main__ import SECTIONS, select
 from benchmarks.ab_bench import order, report
-from benchmarks.common import Figure, format_value, table
+from benchmarks.common import Figure, format_value, memory_mib, table
 from benchmarks.compare import change, markdown, rows
 from benchmarks.cpu import CLOCK_TICKS, Sample, cpu_by_kind, kind_of, merge, read_all, read_process
 from benchmarks.render_bench import parse_importtime, top_imports
@@ -195,3 +197,15 @@ def test_compare_rows_join_both_reports_in_the_after_order() -> None:
     assert text[3] == "| figure | unit | target | 4edcc7e | f32cd27 | change | met? |"
     assert text[5] == "| `apply.up.ours_per_configgroup` | ratio | ≤ 0.9 | 1.2 | 1.37 | +14% | NO |"
     assert len(text) == 6
+
+
+def test_child_peak_memory_excludes_its_parent() -> None:
+    own = memory_mib()
+    assert 0 < own["VmRSS"] <= own["VmHWM"]
+    ballast = b"x" * (256 << 20)  # the parent's pages, touched
+    child = subprocess.run(
+        [sys.executable, "-c", "from benchmarks.common import memory_mib; print(memory_mib()['VmHWM'])"],
+        capture_output=True, text=True, check=True, cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert len(ballast) == 256 << 20
+    assert 0 < float(child.stdout) < 128
