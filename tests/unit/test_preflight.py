@@ -145,4 +145,5 @@ def test_the_component_warns_about_a_kubernetes_planner_without_the_agent(
         names = {r.name for r in mocks.resources}
         assert {"p-planner-workload", "q-planner-workload"} <= names, names
 
-    return served.state.apply(created)
+    # Each graph's state follows its workloads' registrations: wait for both graphs, not one.
+    return pulumi.Output.all(alone.state, served.state).apply(created)
