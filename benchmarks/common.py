@@ -45,6 +45,13 @@ class Figure:
         out["met"] = self.met
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Figure:
+        """A figure as `to_json` wrote it (a missing value is NaN again; `met` is recomputed)."""
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        fields["value"] = math.nan if data.get("value") is None else float(data["value"])
+        return cls(**fields)
+
 
 def figure_name(section: str, *parts: object) -> str:
     """`section.part.part`: a figure's dotted name, each part in lower case with `_` for other characters."""

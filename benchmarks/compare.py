@@ -17,25 +17,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import format_value
+from benchmarks.common import Figure, format_target, format_value
 
 # The cell of a figure a report does not have.
 ABSENT = "—"
 
 
-def figures(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def figures(report: dict[str, Any]) -> dict[str, Figure]:
     """A report's figures by name, in the report's order."""
-    out: dict[str, dict[str, Any]] = {}
-    for section in report.get("sections", {}).values():
-        for f in section.get("figures", []):
-            out[f["name"]] = f
-    return out
+    return {
+        f["name"]: Figure.from_json(f)
+        for section in report.get("sections", {}).values()
+        for f in section.get("figures", [])
+    }
 
 
-def _value(figure: dict[str, Any] | None) -> float | None:
-    if figure is None or figure.get("value") is None:
-        return None
-    return float(figure["value"])
+def _value(figure: Figure | None) -> float | None:
+    return None if figure is None or math.isnan(figure.value) else figure.value
 
 
 def change(before: float | None, after: float | None, unit: str = "") -> str:
@@ -50,20 +48,13 @@ def change(before: float | None, after: float | None, unit: str = "") -> str:
     return f"{(after - before) / before * 100:+.0f}%"
 
 
-def _target(figure: dict[str, Any]) -> str:
-    if figure.get("target") is None:
-        return ""
-    return ("≥ " if figure.get("higher_is_better") else "≤ ") + format_value(float(figure["target"]))
-
-
 def _cell(value: float | None) -> str:
-    return ABSENT if value is None or math.isnan(value) else format_value(value)
+    return ABSENT if value is None else format_value(value)
 
 
-def _met(figure: dict[str, Any] | None) -> str:
-    if figure is None or figure.get("met") is None:
-        return ""
-    return "yes" if figure["met"] else "NO"
+def _met(figure: Figure | None) -> str:
+    met = None if figure is None else figure.met
+    return "" if met is None else "yes" if met else "NO"
 
 
 def rows(before: dict[str, Any], after: dict[str, Any], only: list[str] | None = None) -> list[list[str]]:
@@ -80,11 +71,11 @@ def rows(before: dict[str, Any], after: dict[str, Any], only: list[str] | None =
         out.append(
             [
                 f"`{name}`",
-                str(either.get("unit", "")),
-                _target(either),
+                either.unit,
+                format_target(either),
                 _cell(_value(a)),
                 _cell(_value(b)),
-                change(_value(a), _value(b), str(either.get("unit", ""))),
+                change(_value(a), _value(b), either.unit),
                 _met(b),
             ]
         )
